@@ -1,0 +1,55 @@
+"""One exception family. Each error says what went wrong and what to do about it.
+
+``cli.py`` is the only place that maps these to exit codes.
+"""
+
+from __future__ import annotations
+
+
+class PoolgateError(Exception):
+    """Base of every error poolgate reports to the user (never with a traceback)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(PoolgateError):
+    """A bad option, a path that does not exist, an output pairing that makes no sense."""
+
+
+class ConfigError(PoolgateError):
+    """The configuration file is invalid."""
+
+
+class RuleLoadError(PoolgateError):
+    """One or more rule files are invalid; ``problems`` lists every one of them."""
+
+    def __init__(self, problems: list[str]) -> None:
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{count} rule {noun}:\n" + "\n".join(f"  {p}" for p in problems))
+        self.problems = problems
+
+
+class OutputError(PoolgateError):
+    """An output file cannot be written."""
+
+
+class CelError(PoolgateError):
+    """A CEL expression does not compile or does not have the expected result type."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class CelEvalError(Exception):
+    """A CEL expression failed on one subject. Becomes a finding with outcome ``error``."""

@@ -1,0 +1,219 @@
+"""Objects as the sources found them: identity, origin and field positions.
+
+Every object keeps the map from field path (``spec.template.spec.containers[1].image``)
+to its 1-based line and column, so a finding can point at the exact field.
+Documents that could not become objects are kept as ``InvalidDocument`` data and
+turn into findings (PG001-PG003) instead of crashes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Position = tuple[int, int]
+"""1-based (line, column)."""
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def join_path(parent: str, key: str | int) -> str:
+    """Append a mapping key or a list index to a field path.
+
+    Keys that are not plain identifiers are quoted: ``metadata.labels['app.kubernetes.io/name']``.
+    """
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    if _PLAIN_KEY.match(key):
+        return f"{parent}.{key}" if parent else key
+    quoted = key.replace("\\", "\\\\").replace("'", "\\'")
+    return f"{parent}['{quoted}']"
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a document came from.
+
+    ``uri`` is relative to the repository root for files (``k8s/gpu.yaml``),
+    ``<stdin>`` for standard input and ``cluster://<context>/...`` for live objects.
+    ``line``/``column`` are the document's first position (1-based).
+    """
+
+    uri: str
+    document_index: int = 0
+    line: int = 1
+    column: int = 1
+    source_type: str = "file"
+
+
+@dataclass(frozen=True, slots=True)
+class LineMap:
+    """Field path -> 1-based position, for one document.
+
+    ``prefix`` is the path of the object inside its document: items of a
+    ``kind: List`` live under ``items[3]``, so their paths are looked up with
+    that prefix while rules keep addressing them from the object's root.
+    """
+
+    positions: Mapping[str, Position]
+    prefix: str = ""
+
+    def lookup(self, path: str) -> Position | None:
+        """The position of ``path``, or of its nearest ancestor that has one."""
+        full = _prefixed(self.prefix, path)
+        while True:
+            found = self.positions.get(full)
+            if found is not None:
+                return found
+            if not full:
+                return None
+            full = _parent_path(full)
+
+
+def _prefixed(prefix: str, path: str) -> str:
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return f"{prefix}{path}" if path.startswith("[") else f"{prefix}.{path}"
+
+
+def _parent_path(path: str) -> str:
+    """``a.b[2]`` -> ``a.b``; ``a.b`` -> ``a``; ``a['x.y']`` -> ``a``; ``a`` -> ``''``."""
+    if path.endswith("]"):
+        depth_start = path.rfind("[")
+        if path[depth_start + 1 : depth_start + 2] == "'":
+            # quoted key: find the opening "['" that matches the closing "']"
+            depth_start = _quoted_key_start(path)
+        return path[:depth_start]
+    dot = path.rfind(".")
+    return path[:dot] if dot >= 0 else ""
+
+
+def _quoted_key_start(path: str) -> int:
+    index = len(path) - 3  # before the closing "']"
+    while index > 0:
+        if path[index] == "'" and path[index - 1] == "[" and (index < 2 or path[index - 2] != "\\"):
+            return index - 1
+        index -= 1
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The identity of a Kubernetes object, as findings and logical locations name it."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def logical_name(self) -> str:
+        """``namespace/Kind/name``, or ``Kind/name`` for cluster-scoped objects."""
+        if self.namespace:
+            return f"{self.namespace}/{self.kind}/{self.name}"
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeObject:
+    """One Kubernetes object with its origin and line map.
+
+    ``body`` is the plain parsed document (dicts, lists, str, int, float, bool, None)
+    and must not be mutated.
+    """
+
+    body: Mapping[str, Any]
+    origin: Origin
+    lines: LineMap
+    context_only: bool = False
+    """True for objects added with ``--context``: used for joins, never reported on."""
+
+    @property
+    def api_version(self) -> str:
+        return _text(self.body.get("apiVersion"))
+
+    @property
+    def kind(self) -> str:
+        return _text(self.body.get("kind"))
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        meta = self.body.get("metadata")
+        return meta if isinstance(meta, Mapping) else {}
+
+    @property
+    def name(self) -> str:
+        return _text(self.metadata.get("name"))
+
+    @property
+    def namespace(self) -> str:
+        return _text(self.metadata.get("namespace"))
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.api_version, self.kind, self.namespace, self.name)
+
+    def position(self, path: str) -> Position:
+        """The 1-based position of ``path`` (or its nearest present ancestor)."""
+        found = self.lines.lookup(path)
+        return found if found is not None else (self.origin.line, self.origin.column)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidDocument:
+    """A document, file or stream that did not become a valid object.
+
+    ``rule_id`` says which document rule it is: PG001 (does not parse or cannot
+    be read), PG002 (duplicate key), PG003 (object shape invalid).
+    """
+
+    rule_id: str
+    message: str
+    origin: Origin
+    line: int
+    column: int
+    ref: ObjectRef | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadError:
+    """An input that was found but could not be read (permission denied, not UTF-8, ...)."""
+
+    uri: str
+    message: str
+
+
+@dataclass(slots=True)
+class Inventory:
+    """Everything the sources produced for one run."""
+
+    objects: list[KubeObject] = field(default_factory=list)
+    invalid: list[InvalidDocument] = field(default_factory=list)
+    read_errors: list[ReadError] = field(default_factory=list)
+    skipped: int = 0
+    """Documents that parsed but are not Kubernetes objects (no apiVersion/kind)."""
+    files: int = 0
+
+    def extend(self, other: Inventory) -> None:
+        self.objects.extend(other.objects)
+        self.invalid.extend(other.invalid)
+        self.read_errors.extend(other.read_errors)
+        self.skipped += other.skipped
+        self.files += other.files
+
+    def reportable(self) -> Iterator[KubeObject]:
+        """Objects findings may be reported on (not ``--context`` ones)."""
+        return (obj for obj in self.objects if not obj.context_only)
+
+
+def iter_kinds(objects: Iterable[KubeObject], kinds: frozenset[str]) -> Iterator[KubeObject]:
+    return (obj for obj in objects if obj.kind in kinds)
