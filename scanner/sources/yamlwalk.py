@@ -1,0 +1,281 @@
+"""One walk over a composed YAML node tree: the plain value and its line map together.
+
+PyYAML's constructor would walk the tree a second time to build Python values, and it
+is the part that knows how to turn tags into arbitrary objects. This walk builds only
+dicts, lists, str, int, float, bool and None, and records for every field path the
+1-based position a finding should point at: the key for a mapping entry, the item for
+a sequence entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from scanner.inventory import Position, join_path
+from scanner.sources.yamllimits import MAX_DEPTH, MAX_NODES, Refused, too_deep, too_large
+
+_Pairs = list[tuple[Node, Node]]
+
+_STR: Final = "tag:yaml.org,2002:str"
+_MERGE: Final = "tag:yaml.org,2002:merge"
+
+
+class Duplicate(NamedTuple):
+    """A key that appears twice in one mapping; the last value is the one kept."""
+
+    key: str
+    first_line: int
+    line: int
+    column: int
+    path: str
+
+
+def build(root: Node) -> tuple[Any, dict[str, Position], list[Duplicate]]:
+    """Build the plain value and the field-path -> position map in one walk.
+
+    The root's own position is not recorded (``""`` is the caller's choice: for an
+    object, its first key). A mapping root gives a dict; other roots are accepted for
+    poolgate's own files.
+
+    This is the hot loop of a scan (every node of every manifest passes through it),
+    so it trades a little repetition for speed: names are bound locally, scalars are
+    handled inline and only mappings and sequences cost a call.
+    """
+    positions: dict[str, Position] = {}
+    duplicates: dict[Position, Duplicate] = {}
+    suffixes = _KEY_SUFFIXES
+    convert = _CONVERTERS.get
+    mapping_node = MappingNode
+    str_tag = _STR
+    merge_tag = _MERGE
+    # check_expansion measures alias expansion up front when the text has a "*";
+    # counting here as well costs one subtraction per collection and keeps the walk
+    # bounded even if that screen were ever wrong.
+    remaining = MAX_NODES
+
+    def mapping(pairs: _Pairs, path: str, depth: int, node: Node) -> dict[str, Any]:
+        nonlocal remaining
+        remaining -= len(pairs)
+        if depth > MAX_DEPTH or remaining < 0:
+            raise too_deep(node.start_mark) if depth > MAX_DEPTH else too_large(root.start_mark)
+        out: dict[str, Any] = {}
+        dot = path + "." if path else ""
+        for key_node, value_node in pairs:
+            key = key_node.value
+            if key_node.tag != str_tag or key.__class__ is not str:
+                if key_node.tag == merge_tag:
+                    return merged(pairs, path, depth, node)
+                key = _text_key(key_node)
+            suffix = suffixes.get(key)
+            if suffix is None:
+                suffix = _key_suffix(key)
+            here = path + suffix if suffix else dot + key
+            mark = key_node.start_mark
+            positions[here] = (mark.line + 1, mark.column + 1)
+            value = value_node.value
+            if value.__class__ is str:
+                tag = value_node.tag
+                if tag != str_tag:
+                    converter = convert(tag)
+                    if converter is not None:
+                        value = converter(value)
+                out[key] = value
+            elif value_node.__class__ is mapping_node:
+                out[key] = mapping(value, here, depth + 1, value_node)
+            else:
+                out[key] = sequence(value, here, depth + 1, value_node)
+        if len(out) != len(pairs):
+            find_duplicates(pairs, path)
+        return out
+
+    def sequence(items: list[Node], path: str, depth: int, node: Node) -> list[Any]:
+        nonlocal remaining
+        remaining -= len(items)
+        if depth > MAX_DEPTH or remaining < 0:
+            raise too_deep(node.start_mark) if depth > MAX_DEPTH else too_large(root.start_mark)
+        out: list[Any] = []
+        append = out.append
+        for index, item in enumerate(items):
+            here = f"{path}[{index}]"
+            mark = item.start_mark
+            positions[here] = (mark.line + 1, mark.column + 1)
+            value = item.value
+            if value.__class__ is str:
+                tag = item.tag
+                if tag != str_tag:
+                    converter = convert(tag)
+                    if converter is not None:
+                        value = converter(value)
+                append(value)
+            elif item.__class__ is mapping_node:
+                append(mapping(value, here, depth + 1, item))
+            else:
+                append(sequence(value, here, depth + 1, item))
+        return out
+
+    def merged(pairs: _Pairs, path: str, depth: int, node: Node) -> dict[str, Any]:
+        """YAML 1.1 merge keys, in PyYAML's order.
+
+        Explicit keys win over merged ones; within ``<<: [*a, *b]`` the earlier
+        mapping wins; a later ``<<`` wins over an earlier one.
+        """
+        writes: list[Node] = []  # lowest priority first
+        explicit: _Pairs = []
+        for key_node, value_node in pairs:
+            if key_node.tag != merge_tag:
+                explicit.append((key_node, value_node))
+                continue
+            sources = value_node.value if value_node.__class__ is SequenceNode else [value_node]
+            for source in sources:
+                if source.__class__ is not mapping_node:
+                    message = "merge key '<<' needs a mapping or a list of mappings"
+                    raise Refused(message, source.start_mark)
+            writes.extend(reversed(sources))
+        out: dict[str, Any] = {}
+        # The last write wins for the value and its positions alike. Sources count one
+        # level deeper, so a mapping merging itself through an alias hits MAX_DEPTH.
+        for source in writes:
+            out.update(mapping(source.value, path, depth + 1, source))
+        out.update(mapping(explicit, path, depth, node))
+        return out
+
+    def find_duplicates(pairs: _Pairs, path: str) -> None:
+        first_line: dict[str, int] = {}
+        for key_node, _ in pairs:
+            key = key_node.value
+            if key_node.tag != str_tag or key.__class__ is not str:
+                key = _text_key(key_node)
+            mark = key_node.start_mark
+            if key not in first_line:
+                first_line[key] = mark.line + 1
+                continue
+            where = (mark.line + 1, mark.column + 1)
+            # An anchored mapping walked again through an alias reports once.
+            duplicates.setdefault(
+                where, Duplicate(key, first_line[key], *where, join_path(path, key))
+            )
+
+    value = root.value
+    if value.__class__ is str:
+        converter = convert(root.tag)
+        body = converter(value) if converter is not None else value
+    elif root.__class__ is mapping_node:
+        body = mapping(value, "", 1, root)
+    else:
+        body = sequence(value, "", 1, root)
+    return body, positions, sorted(duplicates.values(), key=lambda d: (d.line, d.column))
+
+
+_KEY_SUFFIXES: dict[str, str] = {}
+_KEY_SUFFIX_CACHE_SIZE: Final = 65_536
+
+
+def _key_suffix(key: str) -> str:
+    """``""`` for a plain key (the path goes on with ``.key``), else its quoted form ``['a.b']``.
+
+    Cached because the same few hundred keys repeat in every manifest and ``join_path``
+    runs a regular expression; the cache is emptied when it grows, so hostile input
+    with millions of distinct keys cannot hold memory.
+    """
+    joined = join_path("", key)
+    suffix = "" if joined == key else joined
+    if len(_KEY_SUFFIXES) >= _KEY_SUFFIX_CACHE_SIZE:
+        _KEY_SUFFIXES.clear()
+    _KEY_SUFFIXES[key] = suffix
+    return suffix
+
+
+def _text_key(node: Node) -> str:
+    """A mapping key that is not a plain string, spelled as Kubernetes' JSON conversion would.
+
+    ``80: http`` becomes ``"80"``, ``true: x`` becomes ``"true"``; mappings or lists used
+    as keys have no JSON spelling, so the document is refused.
+    """
+    text = node.value
+    if text.__class__ is not str:
+        raise Refused(
+            "a mapping or list is used as a mapping key; Kubernetes accepts only scalar keys",
+            node.start_mark,
+        )
+    converter = _CONVERTERS.get(node.tag)
+    value = converter(text) if converter is not None else text
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return str(text)
+
+
+# --- scalars -------------------------------------------------------------------------
+# Resolution follows PyYAML's SafeLoader (YAML 1.1): the tag is already resolved by the
+# composer, these only turn the text into a value. A text the tag does not fit (an
+# explicit "!!int abc") stays a string rather than failing the document.
+
+
+def _to_null(_text: str) -> None:
+    return None
+
+
+_BOOLS: Final = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+
+
+def _to_bool(text: str) -> bool | str:
+    return _BOOLS.get(text.lower(), text)
+
+
+def _to_int(text: str) -> int | str:
+    digits = text.replace("_", "")
+    sign = -1 if digits.startswith("-") else 1
+    digits = digits[1:] if digits[:1] in ("+", "-") else digits
+    prefix = digits[:2].lower()
+    try:
+        if prefix == "0b":
+            return sign * int(digits[2:], 2)
+        if prefix == "0x":
+            return sign * int(digits[2:], 16)
+        if prefix == "0o":
+            return sign * int(digits[2:], 8)
+        if ":" in digits:  # YAML 1.1 base 60: 1:30 is 90
+            if digits.count(":") > 8:  # each part multiplies a growing integer: keep it cheap
+                return text
+            total = 0
+            for part in digits.split(":"):
+                total = total * 60 + int(part)
+            return sign * total
+        if len(digits) > 1 and digits.startswith("0"):
+            return sign * int(digits, 8)  # YAML 1.1 octal: 0755
+        return sign * int(digits)  # ValueError past 4,300 digits, by Python's own guard
+    except ValueError:
+        return text
+
+
+def _to_float(text: str) -> float | str:
+    digits = text.replace("_", "").lower()
+    sign = -1.0 if digits.startswith("-") else 1.0
+    digits = digits[1:] if digits[:1] in ("+", "-") else digits
+    if digits == ".inf":
+        return sign * float("inf")
+    if digits == ".nan":
+        return float("nan")
+    try:
+        if ":" in digits:  # YAML 1.1 base 60
+            number = 0.0
+            for part in digits.split(":"):
+                number = number * 60 + float(part)
+            return sign * number
+        return sign * float(digits)
+    except ValueError:
+        return text
+
+
+_CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
+    "tag:yaml.org,2002:null": _to_null,
+    "tag:yaml.org,2002:bool": _to_bool,
+    "tag:yaml.org,2002:int": _to_int,
+    "tag:yaml.org,2002:float": _to_float,
+}

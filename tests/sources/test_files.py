@@ -1,0 +1,262 @@
+"""load_paths and find_repo_root: what is read, in which order, and what is not."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from scanner.errors import UsageError
+from scanner.inventory import Inventory, ReadError
+from scanner.sources import files
+from scanner.sources.files import find_repo_root, load_paths
+
+
+def manifest(name: str) -> str:
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+def names(inventory: Inventory) -> list[str]:
+    return [obj.name for obj in inventory.objects]
+
+
+def uris(inventory: Inventory) -> list[str]:
+    return [obj.origin.uri for obj in inventory.objects]
+
+
+# --- find_repo_root ----------------------------------------------------------------
+
+
+def test_repo_root_is_the_nearest_directory_with_git(repo: Path) -> None:
+    nested = repo / "deploy" / "gpu"
+    nested.mkdir(parents=True)
+    assert find_repo_root(nested) == repo
+    assert find_repo_root(write(nested, "a.yaml", "")) == repo
+
+
+def test_git_file_counts_as_a_repository(tmp_path: Path) -> None:
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    (worktree / ".git").write_text("gitdir: ../main/.git/worktrees/w\n")
+    assert find_repo_root(worktree / "k8s") == worktree
+
+
+def test_without_git_the_working_directory_is_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if any((parent / ".git").exists() for parent in (tmp_path, *tmp_path.parents)):
+        pytest.skip("the temporary directory sits inside a git repository")
+    monkeypatch.chdir(tmp_path)
+    assert find_repo_root(tmp_path / "x") == Path.cwd()
+
+
+# --- what is read ------------------------------------------------------------------
+
+
+def test_directory_walk_reads_manifests_only_in_sorted_order(repo: Path) -> None:
+    write(repo, "k8s/b.yaml", manifest("b"))
+    write(repo, "k8s/a.yml", manifest("a"))
+    write(
+        repo, "k8s/c.json", '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}'
+    )
+    write(repo, "k8s/sub/d.yaml", manifest("d"))
+    write(repo, "k8s/sub.yaml", manifest("sub"))
+    write(repo, "k8s/notes.txt", manifest("txt"))
+    write(repo, "k8s/chart.tpl", manifest("tpl"))
+    write(repo, "k8s/.hidden.yaml", manifest("hidden-file"))
+    write(repo, "k8s/.github/workflow.yaml", manifest("hidden-dir"))
+    write(repo, "k8s/UPPER.YAML", manifest("upper"))
+
+    inventory = load_paths([str(repo / "k8s")], repo)
+
+    assert uris(inventory) == [
+        "k8s/UPPER.YAML",
+        "k8s/a.yml",
+        "k8s/b.yaml",
+        "k8s/c.json",
+        "k8s/sub/d.yaml",
+        "k8s/sub.yaml",
+    ]
+    assert inventory.files == 6
+    assert inventory.read_errors == [] and inventory.invalid == []
+
+
+def test_a_named_file_is_read_whatever_its_extension(repo: Path) -> None:
+    path = write(repo, "rendered.txt", manifest("named"))
+    inventory = load_paths([str(path)], repo)
+    assert names(inventory) == ["named"]
+    assert uris(inventory) == ["rendered.txt"]
+
+
+def test_relative_paths_and_files_outside_the_repository(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, "k8s/a.yaml", manifest("inside"))
+    outside = write(tmp_path_factory.mktemp("elsewhere"), "b.yaml", manifest("outside"))
+    monkeypatch.chdir(repo / "k8s")
+    inventory = load_paths(["a.yaml", str(outside)], repo)
+    assert uris(inventory) == ["k8s/a.yaml", outside.as_posix()]
+
+
+def test_stdin(repo: Path) -> None:
+    inventory = load_paths(["-"], repo, stdin=io.StringIO(manifest("piped")))
+    assert names(inventory) == ["piped"]
+    assert uris(inventory) == ["<stdin>"]
+    assert inventory.files == 1
+
+
+def test_a_file_named_twice_is_read_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(repo, "k8s/a.yaml", manifest("a"))
+    monkeypatch.chdir(repo)
+    inventory = load_paths([str(path), str(repo / "k8s"), "k8s/../k8s/a.yaml"], repo)
+    assert names(inventory) == ["a"]
+
+
+def test_invalid_documents_carry_the_file_uri(repo: Path) -> None:
+    write(repo, "k8s/bad.yaml", "apiVersion: v1\nkind: [\n")
+    inventory = load_paths([str(repo / "k8s")], repo)
+    assert [(i.rule_id, i.origin.uri) for i in inventory.invalid] == [("PG001", "k8s/bad.yaml")]
+
+
+# --- what fails, and how -----------------------------------------------------------
+
+
+def test_missing_path_is_a_usage_error_before_anything_is_read(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    present = write(repo, "a.yaml", manifest("a"))
+
+    def must_not_read(*_args: object) -> str:
+        raise AssertionError("read before all paths were checked")
+
+    monkeypatch.setattr(files, "_read", must_not_read)
+    with pytest.raises(UsageError) as raised:
+        load_paths([str(present), "missing.yaml"], repo)
+    assert raised.value.message == "missing.yaml: no such file or directory"
+    assert raised.value.hint == "check the path"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_a_read_error(repo: Path) -> None:
+    locked = write(repo, "k8s/locked.yaml", manifest("locked"))
+    write(repo, "k8s/open.yaml", manifest("open"))
+    locked.chmod(0)
+    try:
+        inventory = load_paths([str(repo / "k8s")], repo)
+    finally:
+        locked.chmod(0o644)
+    assert inventory.read_errors == [ReadError("k8s/locked.yaml", "permission denied")]
+    assert names(inventory) == ["open"]
+    assert inventory.files == 2
+
+
+def test_permission_error_is_a_read_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same path as the test above, for runs as root (containers, CI)."""
+    write(repo, "k8s/locked.yaml", manifest("locked"))
+    write(repo, "k8s/open.yaml", manifest("open"))
+    real_open = open
+
+    def guarded_open(path: object, *args: object, **kwargs: object) -> object:
+        if str(path).endswith("locked.yaml"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.open", guarded_open)
+    inventory = load_paths([str(repo / "k8s")], repo)
+    assert inventory.read_errors == [ReadError("k8s/locked.yaml", "permission denied")]
+    assert names(inventory) == ["open"]
+
+
+def test_invalid_utf8_is_a_read_error(repo: Path) -> None:
+    (repo / "latin1.yaml").write_bytes(b"apiVersion: v1\nkind: ConfigMap # caf\xe9\n")
+    inventory = load_paths([str(repo / "latin1.yaml")], repo)
+    assert inventory.read_errors == [
+        ReadError("latin1.yaml", "not valid UTF-8 at line 2 (byte offset 36); skipped")
+    ]
+    assert inventory.objects == [] and inventory.files == 1
+
+
+def test_invalid_utf8_on_stdin_is_a_read_error(repo: Path) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(b"kind: caf\xe9\n"), encoding="utf-8")
+    inventory = load_paths(["-"], repo, stdin=stdin)
+    assert inventory.read_errors == [ReadError("<stdin>", "not valid UTF-8; skipped")]
+
+
+def test_file_over_the_size_limit_is_skipped(repo: Path) -> None:
+    write(repo, "big.yaml", manifest("big") + "#" * 100)
+    write(repo, "small.yaml", manifest("small"))
+    inventory = load_paths([str(repo)], repo, max_file_size=80)
+    assert inventory.read_errors == [ReadError("big.yaml", "file is larger than 80 bytes; skipped")]
+    assert names(inventory) == ["small"]
+
+
+def test_default_size_limit_message() -> None:
+    assert files._too_large(files.DEFAULT_MAX_FILE_SIZE) == "file is larger than 10 MiB; skipped"
+
+
+def test_stdin_over_the_size_limit_is_skipped(repo: Path) -> None:
+    inventory = load_paths(["-"], repo, stdin=io.StringIO("x" * 81), max_file_size=80)
+    assert [error.message for error in inventory.read_errors] == [
+        "file is larger than 80 bytes; skipped"
+    ]
+
+
+# --- symbolic links ----------------------------------------------------------------
+
+
+def test_symlink_loop_does_not_hang(repo: Path) -> None:
+    write(repo, "k8s/a.yaml", manifest("a"))
+    (repo / "k8s" / "loop").symlink_to(repo / "k8s", target_is_directory=True)
+    (repo / "k8s" / "up").symlink_to(repo, target_is_directory=True)
+    (repo / "k8s" / "self.yaml").symlink_to(repo / "k8s" / "self.yaml")
+
+    result: list[Inventory] = []
+    worker = threading.Thread(
+        target=lambda: result.append(load_paths([str(repo / "k8s")], repo)), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "walk did not finish"
+    [inventory] = result
+    assert names(inventory) == ["a"]
+    assert [error.uri for error in inventory.read_errors] == ["k8s/self.yaml"]
+
+
+def test_symlinked_file_inside_the_repository_is_read(repo: Path) -> None:
+    write(repo, "shared/base.yaml", manifest("shared"))
+    (repo / "k8s").mkdir()
+    (repo / "k8s" / "base.yaml").symlink_to(repo / "shared" / "base.yaml")
+    inventory = load_paths([str(repo / "k8s")], repo)
+    assert names(inventory) == ["shared"]
+    assert uris(inventory) == ["k8s/base.yaml"]
+
+
+def test_symlinked_file_outside_the_scanned_tree_is_not_read(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    secret = write(tmp_path_factory.mktemp("home"), "kubeconfig.yaml", manifest("secret"))
+    (repo / "k8s").mkdir()
+    (repo / "k8s" / "innocent.yaml").symlink_to(secret)
+    inventory = load_paths([str(repo / "k8s")], repo)
+    assert inventory.objects == []
+    assert inventory.read_errors == [
+        ReadError(
+            "k8s/innocent.yaml", "symbolic link points outside the scanned directory; skipped"
+        )
+    ]
