@@ -1,0 +1,64 @@
+"""Kubernetes resource quantities (``500m``, ``2``, ``1Ki``, ``1e3``)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+
+_SUFFIX: dict[str, Fraction] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+
+
+def parse_quantity(value: object) -> Fraction | None:
+    """The exact value of a quantity, or ``None`` if it is not one.
+
+    YAML gives ``1`` as an int and ``"1"``/``500m`` as strings; both are accepted.
+    Booleans are not quantities even though Python treats them as ints.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(value) if value == value and abs(value) != float("inf") else None
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        return None
+    number, exponent, suffix = match.groups()
+    base = Fraction(number)
+    if exponent:
+        power = int(exponent[1:])
+        if abs(power) > 30:  # no GPU count needs this; refuse absurd exponents
+            return None
+        return base * Fraction(10) ** power
+    return base * _SUFFIX[suffix or ""]
+
+
+def positive_count(value: object) -> int:
+    """The quantity as a positive whole number, or 0 if it is not one (GPUs are counted)."""
+    quantity = parse_quantity(value)
+    if quantity is None or quantity <= 0 or quantity.denominator != 1:
+        return 0
+    return int(quantity)
