@@ -1,0 +1,113 @@
+"""CEL engines behind one small interface: compile once, build an activation once
+per subject, evaluate many programs against it.
+
+=========  ===================  ==================================================
+engine     package              role
+=========  ===================  ==================================================
+``cpp``    ``cel-expr-python``  default; the official CEL C++ runtime
+``python`` ``cel-python``       portable fallback, and the second opinion in tests
+=========  ===================  ==================================================
+
+Both engines receive plain Python values and return plain Python values
+(``bool``, ``int``, ``float``, ``str``, ``None``, ``list``, ``dict``), so the rest of
+poolgate never sees an engine's own types.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from scanner.errors import UsageError
+
+VARIABLES: tuple[str, ...] = (
+    "object",
+    "workload",
+    "node",
+    "pool",
+    "ns",
+    "cluster",
+    "config",
+    "params",
+    "variables",
+    "namespaces",
+    "pools",
+)
+"""Every variable a rule may read; all are declared ``dyn`` in both engines.
+
+A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL.
+"""
+
+ENGINE_NAMES: tuple[str, ...] = ("auto", "cpp", "python")
+
+
+class ResultKind(enum.Enum):
+    """What an expression must evaluate to, checked at compile time where the type is known."""
+
+    BOOL = "bool"
+    STRING = "string"
+    LIST = "list"
+    ANY = "any"
+
+    def accepts(self, value: object) -> bool:
+        """Run-time check for expressions whose static type is ``dyn``."""
+        if self is ResultKind.BOOL:
+            return isinstance(value, bool)
+        if self is ResultKind.STRING:
+            return isinstance(value, str)
+        if self is ResultKind.LIST:
+            return isinstance(value, list)
+        return True
+
+
+class Program(Protocol):
+    """One compiled expression."""
+
+    @property
+    def source(self) -> str: ...
+
+    def evaluate(self, activation: Any) -> Any:
+        """The plain Python result; raises ``CelEvalError`` when evaluation fails."""
+        ...
+
+
+class Engine(Protocol):
+    """A CEL implementation. ``compile`` raises ``CelError`` with a 1-based position."""
+
+    @property
+    def name(self) -> str: ...
+
+    def compile(self, source: str, result: ResultKind) -> Program: ...
+
+    def activation(self, data: Mapping[str, Any]) -> Any:
+        """Bind ``data`` (variable name -> plain value) once, for many evaluations."""
+        ...
+
+
+def cpp_available() -> bool:
+    try:
+        import cel_expr_python.cel  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def get_engine(name: str) -> Engine:
+    """The engine called ``name`` (``auto`` picks ``cpp`` when its wheel is installed)."""
+    if name == "auto":
+        name = "cpp" if cpp_available() else "python"
+    if name == "cpp":
+        if not cpp_available():
+            raise UsageError(
+                "--cel-engine cpp: the cel-expr-python package is not installed",
+                hint="pip install cel-expr-python, or use --cel-engine python",
+            )
+        from scanner.cel.cpp import CppEngine
+
+        return CppEngine()
+    if name == "python":
+        from scanner.cel.python import PythonEngine
+
+        return PythonEngine()
+    raise UsageError(f"unknown CEL engine {name!r}", hint="use auto, cpp or python")

@@ -1,0 +1,91 @@
+"""The default engine: the official CEL C++ runtime through ``cel-expr-python``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cel_expr_python import cel
+
+from scanner.cel import VARIABLES, ResultKind
+from scanner.errors import CelError, CelEvalError
+
+_POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
+
+
+def new_env() -> Any:
+    """A CEL environment with poolgate's variables, all ``dyn``, and the standard library only.
+
+    No extension libraries: rules must run unchanged on the pure-Python engine.
+    """
+    return cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
+
+
+def check(env: Any, source: str, result: ResultKind) -> Any:
+    """Parse and type-check ``source``; raise ``CelError`` with its position on failure."""
+    try:
+        expression = env.compile(source)
+    except RuntimeError as error:
+        raise _compile_error(str(error)) from None
+    static = expression.return_type()
+    if result is not ResultKind.ANY and static != cel.Type.DYN and not _matches(static, result):
+        raise CelError(f"must evaluate to {result.value}, but evaluates to {static.name().lower()}")
+    return expression
+
+
+def _matches(static: Any, result: ResultKind) -> bool:
+    if result is ResultKind.BOOL:
+        return bool(static == cel.Type.BOOL)
+    if result is ResultKind.STRING:
+        return bool(static == cel.Type.STRING)
+    return str(static.name()).startswith("LIST")
+
+
+def _compile_error(text: str) -> CelError:
+    """cel-cpp reports ``ERROR: <input>:L:C: message`` followed by a caret drawing."""
+    match = _POSITION.search(text)
+    if match is None:
+        return CelError(text.strip().splitlines()[0])
+    return CelError(match.group(3).strip(), int(match.group(1)), int(match.group(2)))
+
+
+@dataclass(frozen=True, slots=True)
+class CppProgram:
+    source: str
+    expression: Any
+    result: ResultKind
+
+    def evaluate(self, activation: Any) -> Any:
+        value = self.expression.eval(activation)
+        if value.type() == cel.Type.ERROR:
+            raise CelEvalError(str(value.value()))
+        plain = value.plain_value()
+        if not self.result.accepts(plain):
+            raise CelEvalError(f"must evaluate to {self.result.value}, got {_type_name(plain)}")
+        return plain
+
+
+def _type_name(value: object) -> str:
+    return {
+        bool: "bool",
+        int: "int",
+        float: "double",
+        str: "string",
+        list: "list",
+        dict: "map",
+    }.get(type(value), "null" if value is None else type(value).__name__)
+
+
+class CppEngine:
+    name = "cpp"
+
+    def __init__(self) -> None:
+        self._env = new_env()
+
+    def compile(self, source: str, result: ResultKind) -> CppProgram:
+        return CppProgram(source, check(self._env, source, result), result)
+
+    def activation(self, data: Mapping[str, Any]) -> Any:
+        return self._env.Activation(dict(data))

@@ -1,0 +1,102 @@
+"""The portable engine: ``cel-python`` (``celpy``), pure Python.
+
+About 200 times slower than the C++ runtime; used where the C++ wheel is not
+available and, in tests, as an independent second implementation. When the
+C++ package is installed, its type checker still checks result types at load
+time, so both engines reject the same rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
+
+from scanner.cel import ResultKind, cpp_available
+from scanner.errors import CelError, CelEvalError
+
+# celpy logs every evaluation error at WARNING; poolgate reports them itself.
+logging.getLogger("celpy").setLevel(logging.CRITICAL)
+
+
+@dataclass(frozen=True, slots=True)
+class PythonProgram:
+    source: str
+    runner: Any
+    result: ResultKind
+
+    def evaluate(self, activation: Any) -> Any:
+        try:
+            value = self.runner.evaluate(activation)
+        except CELEvalError as error:
+            raise CelEvalError(_eval_message(error)) from None
+        except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as error:
+            raise CelEvalError(f"{type(error).__name__}: {error}") from None
+        if isinstance(value, CELEvalError):
+            raise CelEvalError(_eval_message(value))
+        plain = to_plain(value)
+        if not self.result.accepts(plain):
+            raise CelEvalError(f"must evaluate to {self.result.value}, got {type(plain).__name__}")
+        return plain
+
+
+def _eval_message(error: Exception) -> str:
+    args = error.args
+    return str(args[0]) if args else type(error).__name__
+
+
+def to_plain(value: Any) -> Any:
+    """celpy values -> plain Python values (bool before int: ``BoolType`` is an int)."""
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, celtypes.StringType):
+        return str(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType):
+        return float(value)
+    if isinstance(value, celtypes.ListType | list | tuple):
+        return [to_plain(item) for item in value]
+    if isinstance(value, celtypes.MapType | dict):
+        return {to_plain(key): to_plain(item) for key, item in value.items()}
+    if isinstance(value, CELEvalError):
+        raise CelEvalError(_eval_message(value))
+    return value
+
+
+class PythonEngine:
+    name = "python"
+
+    def __init__(self) -> None:
+        self._env = celpy.Environment()
+        self._checker: Any = None
+        if cpp_available():
+            from scanner.cel.cpp import new_env
+
+            self._checker = new_env()
+
+    def compile(self, source: str, result: ResultKind) -> PythonProgram:
+        if self._checker is not None:
+            from scanner.cel.cpp import check
+
+            check(self._checker, source, result)
+        try:
+            ast = self._env.compile(source)
+        except CELParseError as error:
+            message = str(error.args[0]).strip().splitlines() if error.args else []
+            raise CelError(
+                "syntax error" + (f" near {message[0].strip()!r}" if message else ""),
+                getattr(error, "line", 0) or 0,
+                getattr(error, "column", 0) or 0,
+            ) from None
+        return PythonProgram(source, self._env.program(ast), result)
+
+    def activation(self, data: Mapping[str, Any]) -> Any:
+        return {name: json_to_cel(value) for name, value in data.items()}

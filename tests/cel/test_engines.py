@@ -1,0 +1,120 @@
+"""Both CEL engines behind one interface: same results, same errors, same positions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scanner.cel import VARIABLES, ResultKind, get_engine
+from scanner.errors import CelError, CelEvalError, UsageError
+
+ENGINES = ["cpp", "python"]
+
+DATA: dict[str, Any] = {
+    "object": {"metadata": {"name": "train", "labels": {"sku": "h100"}}, "spec": {"replicas": 2}},
+    "workload": {
+        "containers": [
+            {"name": "a", "path": "spec.containers[0]", "securityContext": {"privileged": True}},
+            {"name": "b", "path": "spec.containers[1]", "image": "busybox"},
+        ]
+    },
+    "config": {"operatorNamespaces": ["gpu-operator"], "skuLabel": "sku"},
+}
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> Any:
+    return get_engine(request.param)
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "expected"),
+    [
+        ("object.metadata.name == 'train'", ResultKind.BOOL, True),
+        ("config.skuLabel in object.metadata.labels", ResultKind.BOOL, True),
+        ("object.spec.replicas + 1", ResultKind.ANY, 3),
+        ("'x' + object.metadata.name", ResultKind.STRING, "xtrain"),
+        (
+            "workload.containers.filter(c, has(c.securityContext)"
+            " && c.securityContext.privileged == true).map(c, {'path': c.path, 'message': c.name})",
+            ResultKind.LIST,
+            [{"path": "spec.containers[0]", "message": "a"}],
+        ),
+        (
+            "workload.containers.exists(c, has(c.image) && c.image.startsWith('busy'))",
+            ResultKind.BOOL,
+            True,
+        ),
+        ("'busybox'.matches('^busy')", ResultKind.BOOL, True),
+        ("size(workload.containers)", ResultKind.ANY, 2),
+        ("type(object.metadata) == map", ResultKind.BOOL, True),
+        ("[1, 2] + [3]", ResultKind.LIST, [1, 2, 3]),
+        ("{'a': [true, null, 1.5]}", ResultKind.ANY, {"a": [True, None, 1.5]}),
+    ],
+)
+def test_engines_agree(engine: Any, source: str, kind: ResultKind, expected: object) -> None:
+    program = engine.compile(source, kind)
+    assert program.evaluate(engine.activation(DATA)) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "message", "line", "column"),
+    [
+        ("1 + 'a'", ResultKind.BOOL, "no matching overload", 1, 3),
+        ("'a'", ResultKind.BOOL, "must evaluate to bool, but evaluates to string", 0, 0),
+        ("[1]", ResultKind.STRING, "must evaluate to string", 0, 0),
+        ("true", ResultKind.LIST, "must evaluate to list", 0, 0),
+        ("undeclared_variable == 1", ResultKind.BOOL, "undeclared reference", 1, 1),
+    ],
+)
+def test_compile_errors_carry_positions(
+    engine: Any, source: str, kind: ResultKind, message: str, line: int, column: int
+) -> None:
+    with pytest.raises(CelError) as caught:
+        engine.compile(source, kind)
+    assert message in caught.value.message
+    assert (caught.value.line, caught.value.column) == (line, column)
+
+
+def test_syntax_error(engine: Any) -> None:
+    with pytest.raises(CelError) as caught:
+        engine.compile("object.metadata.name ==\n  (", ResultKind.BOOL)
+    assert caught.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "object.metadata.missing == 'x'",  # missing key without has()
+        "object.spec.replicas / 0 == 1",
+        "object.metadata.name == 1 || object.metadata.name.size() > object.metadata.x",
+    ],
+)
+def test_runtime_errors_raise_cel_eval_error(engine: Any, source: str) -> None:
+    program = engine.compile(source, ResultKind.BOOL)
+    with pytest.raises(CelEvalError):
+        program.evaluate(engine.activation(DATA))
+
+
+def test_dyn_result_is_checked_at_run_time(engine: Any) -> None:
+    program = engine.compile("object.metadata.name", ResultKind.BOOL)
+    with pytest.raises(CelEvalError, match="must evaluate to bool"):
+        program.evaluate(engine.activation(DATA))
+
+
+def test_every_declared_variable_is_usable(engine: Any) -> None:
+    for name in VARIABLES:
+        engine.compile(f"{name} == null", ResultKind.BOOL)
+
+
+def test_no_extension_functions_beyond_the_standard_library(engine: Any) -> None:
+    """Rules must be portable: string extensions (lowerAscii, split) are not in the set."""
+    with pytest.raises((CelError, CelEvalError)):
+        engine.compile("'A'.lowerAscii() == 'a'", ResultKind.BOOL).evaluate(engine.activation({}))
+
+
+def test_auto_and_unknown_engine_names() -> None:
+    assert get_engine("auto").name == "cpp"
+    with pytest.raises(UsageError):
+        get_engine("java")
