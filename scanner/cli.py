@@ -1,0 +1,254 @@
+"""The command line: the one error boundary that maps errors to exit codes.
+
+Exit codes (DESIGN.md): 0 nothing at or above ``--fail-on``; 1 findings;
+2 usage, config or rule error; 3 incomplete (unreadable input, rule evaluation
+errors) when nothing else failed; 4 internal error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from scanner import __version__
+from scanner.cel import ENGINE_NAMES
+from scanner.errors import PoolgateError
+from scanner.reporters import FORMATS
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    130,
+)
+
+
+def _split_ids(values: Sequence[str]) -> list[str]:
+    """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
+    return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+
+
+def _default_format() -> str:
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+rules_options = [
+    click.option(
+        "--rules",
+        "rule_dirs",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Extra rule directory (repeatable).",
+    ),
+    click.option(
+        "--cel-engine",
+        type=click.Choice(ENGINE_NAMES),
+        default="auto",
+        show_default=True,
+        help="CEL implementation: cpp (cel-expr-python) or python (cel-python).",
+    ),
+]
+
+
+def with_rule_options(func: Any) -> Any:
+    for option in reversed(rules_options):
+        func = option(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    __version__, "--version", prog_name="poolgate", message="%(prog)s %(version)s"
+)
+def cli() -> None:
+    """poolgate: policy-as-code compliance scanner for GPU Kubernetes platforms."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(FORMATS),
+    help="Report format (repeatable, paired with --output). Default: github under "
+    "GitHub Actions, else text.",
+)
+@click.option("--output", "-o", "outputs", multiple=True, help="Report file for each --format.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "note", "never"]),
+    default="error",
+    show_default=True,
+    help="Lowest level that makes the exit code 1.",
+)
+@click.option("--enable", multiple=True, help="Enable rule ids that are off by default.")
+@click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
+@click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
+@click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
+@with_rule_options
+def scan(
+    paths: tuple[str, ...],
+    formats: tuple[str, ...],
+    outputs: tuple[str, ...],
+    fail_on: str,
+    enable: tuple[str, ...],
+    disable: tuple[str, ...],
+    show_suppressed: bool,
+    verbose: bool,
+    rule_dirs: tuple[Path, ...],
+    cel_engine: str,
+) -> int:
+    """Scan manifest files and directories (``-`` reads standard input)."""
+    from dataclasses import replace
+    from functools import partial
+
+    from scanner import output, pipeline
+    from scanner.reporters import writer_for
+
+    destinations = output.pair(formats, outputs, _default_format())
+    options = pipeline.ScanOptions(
+        rule_dirs=rule_dirs,
+        enable=_split_ids(enable),
+        disable=_split_ids(disable),
+        engine=cel_engine,
+    )
+    ruleset = pipeline.load_ruleset(options)
+    report = pipeline.scan_paths(paths, ruleset)
+    for destination in destinations:
+        color = (
+            destination.is_stdout
+            and destination.format == "text"
+            and sys.stdout.isatty()
+            and "NO_COLOR" not in os.environ
+        )
+        shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
+        output.write(destination, partial(writer_for(destination.format), shown))
+    return pipeline.exit_code(report, fail_on)
+
+
+@cli.group()
+def rules() -> None:
+    """The rule catalog: list, show one, run the rule fixtures."""
+
+
+@rules.command("list")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="markdown writes the rule reference (docs/rules.md).",
+)
+@with_rule_options
+def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
+    """Every rule: id, level, name, summary."""
+    from scanner import catalog
+
+    click.echo(catalog.render_list(_all_rules(rule_dirs, cel_engine), fmt), nl=False)
+    return EXIT_OK
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@with_rule_options
+def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
+    """The full documentation of one rule."""
+    from scanner import catalog
+    from scanner.errors import UsageError
+
+    wanted = rule_id.strip().upper()
+    for rule in _all_rules(rule_dirs, cel_engine):
+        if rule.id == wanted:
+            click.echo(catalog.render_rule(rule), nl=False)
+            return EXIT_OK
+    raise UsageError(f"no rule {rule_id}", hint="see `poolgate rules list`")
+
+
+@rules.command("test")
+@click.argument(
+    "fixtures", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path)
+)
+@click.option("--verbose", "-v", is_flag=True, help="Show every fixture file.")
+@with_rule_options
+def rules_test(
+    fixtures: Path | None, verbose: bool, rule_dirs: tuple[Path, ...], cel_engine: str
+) -> int:
+    """Run every rule's fixtures (default: fixtures/rules) and compare with their markers.
+
+    A fixture directory is named by rule id. Files named fire*.yaml mark each line a
+    finding is expected on with "# expect: <ID>"; files named pass*.yaml must stay silent.
+    """
+    from scanner import pipeline, ruletest
+
+    ruleset = pipeline.load_ruleset(
+        pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, enable_all=True)
+    )
+    root = fixtures or Path("fixtures/rules")
+    results = ruletest.run(root, ruleset)
+    click.echo(ruletest.render(results, verbose), nl=False)
+    return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS
+
+
+def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
+    from scanner.cel import get_engine
+    from scanner.rules import bundled_rules_dir, load_rules
+
+    return load_rules([bundled_rules_dir(), *rule_dirs], get_engine(cel_engine))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run the CLI and exit with its code, never with a traceback
+    for a user mistake."""
+    sys.exit(run(argv))
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    try:
+        result = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except PoolgateError as error:
+        _error(str(error))
+        return error.exit_code
+    except click.exceptions.Exit as done:
+        return int(done.exit_code)
+    except click.ClickException as error:
+        _error(error.format_message())
+        return EXIT_USAGE
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``poolgate scan . | head``); nothing more to say.
+        sys.stderr.close()
+        return EXIT_OK
+    except Exception:
+        _crash_report()
+        return EXIT_INTERNAL
+    return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def _error(message: str) -> None:
+    click.echo(f"poolgate: error: {message}", err=True)
+
+
+def _crash_report() -> None:
+    """An unexpected error: a short report to file as a bug, with the last frames only."""
+    kind, value, _ = sys.exc_info()
+    frames = traceback.format_exc().strip().splitlines()[-6:]
+    click.echo(
+        f"poolgate: internal error: {kind.__name__ if kind else 'error'}: {value}\n"
+        f"  poolgate {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
+        "  please report this with the lines below at https://github.com/poolgate/poolgate/issues\n"
+        + "\n".join(f"  {line}" for line in frames),
+        err=True,
+    )

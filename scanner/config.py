@@ -1,0 +1,82 @@
+"""The run's configuration as a frozen, typed value.
+
+Defaults are the full security floor of DESIGN.md ("with no config file, every
+``require`` switch is on"). Rules see a read-only view of it as the CEL
+variable ``config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanner.findings import Level
+
+DEFAULT_POOL_LABELS: tuple[str, ...] = (
+    "pool",
+    "cloud.google.com/gke-nodepool",
+    "karpenter.sh/nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    """The ``spec.require`` switches of the security floor."""
+
+    runtime_class: str = "nvidia"
+    """RuntimeClass GPU workloads must use; empty turns PG103 off."""
+    image_digest_pin: bool = True
+    signature_verify: bool = True
+    pod_security: str = "restricted"
+    network_policy: str = "deny-by-default"
+    workload_identity: bool = True
+    time_slice_same_trust_only: bool = True
+    forbid_node_wide_object_iam: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RuleOverride:
+    """Per-rule settings from ``spec.rules.<ID>``; ``None`` keeps the rule's default."""
+
+    level: Level | None = None
+    enabled: bool | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    require: Require = field(default_factory=Require)
+    operator_namespaces: tuple[str, ...] = ("gpu-operator", "nvidia-gpu-operator")
+    system_namespaces: tuple[str, ...] = ("kube-system",)
+    trust_domain_label: str = "poolgate.io/trust-domain"
+    sku_label: str = "sku"
+    pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
+    rules: Mapping[str, RuleOverride] = field(default_factory=dict)
+    rule_dirs: tuple[str, ...] = ()
+    source: str = ""
+    """The file this config came from; empty for built-in defaults."""
+
+    def cel_view(self) -> dict[str, Any]:
+        """What rules see as ``config``: plain values, camelCase like the config file."""
+        require = self.require
+        return {
+            "require": {
+                "runtimeClass": require.runtime_class,
+                "imageDigestPin": require.image_digest_pin,
+                "signatureVerify": require.signature_verify,
+                "podSecurity": require.pod_security,
+                "networkPolicy": require.network_policy,
+                "workloadIdentity": require.workload_identity,
+                "timeSliceSameTrustOnly": require.time_slice_same_trust_only,
+                "forbidNodeWideObjectIAM": require.forbid_node_wide_object_iam,
+            },
+            "operatorNamespaces": list(self.operator_namespaces),
+            "systemNamespaces": list(self.system_namespaces),
+            "trustDomainLabel": self.trust_domain_label,
+            "skuLabel": self.sku_label,
+            "poolLabels": list(self.pool_labels),
+        }

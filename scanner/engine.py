@@ -1,0 +1,191 @@
+"""Match, evaluate, report: rules run over subjects and turn into findings.
+
+Matching is cheap first (subject type, then kind set), then the optional CEL
+``match.condition``. Each subject gets one activation per distinct parameter
+set, built once and shared by every rule. A CEL error on one subject becomes a
+finding with outcome ``error`` for that rule and subject; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanner.cel import Engine
+from scanner.errors import CelEvalError
+from scanner.findings import Finding, Level, Location, Outcome
+from scanner.inventory import InvalidDocument, KubeObject
+from scanner.model import Subject
+from scanner.rules import Rule
+
+MESSAGE_LIMIT = 500
+"""Messages from expressions are trimmed to one line and capped (as VAP does)."""
+
+
+@dataclass(slots=True)
+class Evaluation:
+    findings: list[Finding] = field(default_factory=list)
+    subjects: int = 0
+
+
+def evaluate(
+    rules: Sequence[Rule],
+    subjects: Mapping[str, Sequence[Subject]],
+    engine: Engine,
+    globals_: Mapping[str, Any],
+    lookup: Mapping[str, KubeObject] | None = None,
+) -> Evaluation:
+    """Run every CEL rule over the subjects of its type.
+
+    ``globals_`` are variables shared by all subjects (``config``, later ``cluster``);
+    ``lookup`` resolves a violation's ``ref`` (``namespace/Kind/name``) to an object.
+    """
+    result = Evaluation()
+    # Rules with equal parameters share one activation per subject.
+    params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
+    by_type: dict[str, list[Rule]] = {}
+    for rule in rules:
+        if not rule.builtin:
+            by_type.setdefault(rule.doc.subject, []).append(rule)
+    for subject_type, type_rules in by_type.items():
+        for subject in subjects.get(subject_type, ()):
+            if subject.obj.context_only:
+                continue
+            result.subjects += 1
+            activations: dict[str, Any] = {}
+            for rule in type_rules:
+                if rule.kinds and subject.obj.kind not in rule.kinds:
+                    continue
+                key = params_keys[rule.id]
+                activation = activations.get(key)
+                if activation is None:
+                    data = {**globals_, **subject.variables, "object": subject.obj.body}
+                    data["params"] = rule.params
+                    data["variables"] = {}
+                    activation = activations[key] = engine.activation(data)
+                result.findings.extend(
+                    _run_rule(rule, subject, activation, engine, globals_, lookup or {})
+                )
+    return result
+
+
+def _run_rule(
+    rule: Rule,
+    subject: Subject,
+    activation: Any,
+    engine: Engine,
+    globals_: Mapping[str, Any],
+    lookup: Mapping[str, KubeObject],
+) -> list[Finding]:
+    try:
+        if rule.condition is not None and not rule.condition.evaluate(activation):
+            return []
+        if rule.variables:
+            activation = _bind_variables(rule, subject, engine, globals_, activation)
+        if rule.violations is not None:
+            items = rule.violations.evaluate(activation)
+            return [_violation(rule, subject, item, lookup) for item in items]
+        findings = []
+        for validation in rule.validations:
+            if validation.expression.evaluate(activation):
+                continue
+            message = validation.message
+            if validation.message_expression is not None:
+                message = _one_line(validation.message_expression.evaluate(activation)) or message
+            message = message or f"failed expression: {validation.expression.source.strip()}"
+            findings.append(_finding(rule, subject.obj, message, validation.path, rule.doc.level))
+        return findings
+    except CelEvalError as error:
+        return [
+            _finding(
+                rule,
+                subject.obj,
+                f"rule could not be evaluated: {_one_line(str(error))}",
+                "",
+                Level.ERROR,
+                Outcome.ERROR,
+            )
+        ]
+
+
+def _bind_variables(
+    rule: Rule, subject: Subject, engine: Engine, globals_: Mapping[str, Any], activation: Any
+) -> Any:
+    """Evaluate ``variables`` in order; each sees the ones before it as ``variables.<name>``."""
+    values: dict[str, Any] = {}
+    base = {**globals_, **subject.variables, "object": subject.obj.body, "params": rule.params}
+    for name, program in rule.variables:
+        values[name] = program.evaluate(activation)
+        activation = engine.activation({**base, "variables": dict(values)})
+    return activation
+
+
+def _violation(
+    rule: Rule, subject: Subject, item: object, lookup: Mapping[str, KubeObject]
+) -> Finding:
+    if not isinstance(item, Mapping) or not isinstance(item.get("message"), str):
+        raise CelEvalError(
+            "each violation must be a map with a string 'message' "
+            "(and optional 'path', 'ref', 'level')"
+        )
+    path = item.get("path", "")
+    ref = item.get("ref", "")
+    level_text = item.get("level", "")
+    if not isinstance(path, str) or not isinstance(ref, str) or not isinstance(level_text, str):
+        raise CelEvalError("violation 'path', 'ref' and 'level' must be strings")
+    level = rule.doc.level
+    if level_text:
+        try:
+            level = Level.parse(level_text)
+        except KeyError:
+            raise CelEvalError(
+                f"violation level {level_text!r} is not error|warning|note"
+            ) from None
+    target = lookup.get(ref, subject.obj) if ref else subject.obj
+    return _finding(rule, target, _one_line(item["message"]), path, level)
+
+
+def _finding(
+    rule: Rule,
+    obj: KubeObject,
+    message: str,
+    path: str,
+    level: Level,
+    outcome: Outcome = Outcome.FAIL,
+) -> Finding:
+    line, column = obj.position(path)
+    return Finding(
+        rule_id=rule.id,
+        level=level,
+        message=message,
+        location=Location(obj.origin.uri, line, column, path),
+        ref=obj.ref,
+        source_type=obj.origin.source_type,
+        outcome=outcome,
+    )
+
+
+def _one_line(text: object) -> str:
+    lines = str(text).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    return first if len(first) <= MESSAGE_LIMIT else first[: MESSAGE_LIMIT - 1] + "…"
+
+
+def document_findings(
+    invalid: Iterable[InvalidDocument], rules: Mapping[str, Rule]
+) -> Iterator[Finding]:
+    """Findings of the built-in document rules (PG001-PG003) that are enabled."""
+    for document in invalid:
+        rule = rules.get(document.rule_id)
+        if rule is None:
+            continue
+        yield Finding(
+            rule_id=rule.id,
+            level=rule.doc.level,
+            message=document.message,
+            location=Location(document.origin.uri, document.line, document.column, document.path),
+            ref=document.ref,
+            source_type=document.origin.source_type,
+        )

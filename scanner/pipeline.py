@@ -1,0 +1,135 @@
+"""One scan, end to end: sources -> inventory -> model -> engine -> findings -> report.
+
+This module and ``cli.py`` are the only ones that know every stage; ``cli.py``
+owns the command line and exit codes, this module owns the order of the stages
+so that ``poolgate scan`` and ``poolgate rules test`` run exactly the same path.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from scanner import __version__
+from scanner.cel import Engine, get_engine
+from scanner.config import Config
+from scanner.engine import document_findings, evaluate
+from scanner.errors import UsageError
+from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
+from scanner.inventory import Inventory
+from scanner.model import build_model
+from scanner.reporters import Report, RunStats
+from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
+from scanner.sources.files import find_repo_root, load_paths
+
+INCOMPLETE_RULES = frozenset({"PG001"})
+"""Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    rule_dirs: Sequence[Path] = ()
+    enable: Sequence[str] = ()
+    disable: Sequence[str] = ()
+    engine: str = "auto"
+    config: Config = field(default_factory=Config)
+    include_bundled: bool = True
+    enable_all: bool = False
+    """Run every rule, including those off by default (fixture tests)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ruleset:
+    """Rules loaded and compiled once, with the engine that compiled them."""
+
+    engine: Engine
+    rules: Sequence[Rule]
+    config: Config
+
+
+def load_ruleset(options: ScanOptions) -> Ruleset:
+    """Load and compile the rules a run uses; unknown ``--enable/--disable`` ids fail here."""
+    engine = get_engine(options.engine)
+    directories = [bundled_rules_dir()] if options.include_bundled else []
+    directories.extend(Path(directory) for directory in options.config.rule_dirs)
+    directories.extend(options.rule_dirs)
+    rules = load_rules(directories, engine, options.config)
+    known = {rule.id for rule in rules}
+    unknown = sorted((set(options.enable) | set(options.disable)) - known)
+    if unknown:
+        raise UsageError(f"unknown rule id {', '.join(unknown)}", hint="see `poolgate rules list`")
+    if options.enable_all:
+        return Ruleset(engine, rules, options.config)
+    return Ruleset(engine, select(rules, options.enable, options.disable), options.config)
+
+
+def scan_paths(
+    paths: Sequence[str],
+    ruleset: Ruleset,
+    *,
+    repo_root: Path | None = None,
+    stdin: TextIO | None = None,
+) -> Report:
+    """Scan manifest paths (``-`` is stdin) with ``ruleset``."""
+    root = repo_root or find_repo_root(Path.cwd())
+    inventory = load_paths(paths, root, stdin=stdin or sys.stdin)
+    return evaluate_inventory(inventory, ruleset, root)
+
+
+def evaluate_inventory(inventory: Inventory, ruleset: Ruleset, repo_root: Path) -> Report:
+    model = build_model(inventory)
+    by_id = {rule.id: rule for rule in ruleset.rules}
+    document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
+    findings: list[Finding] = list(
+        document_findings([*inventory.invalid, *model.invalid], document_rules)
+    )
+    evaluation = evaluate(
+        ruleset.rules,
+        model.subjects(),
+        ruleset.engine,
+        {"config": ruleset.config.cel_view()},
+        {obj.ref.logical_name: obj for obj in inventory.objects},
+    )
+    findings.extend(evaluation.findings)
+    notifications = [
+        Notification(Level.ERROR, error.message, uri=error.uri) for error in inventory.read_errors
+    ]
+    return Report(
+        findings=sort_findings(findings),
+        notifications=notifications,
+        rules=[rule.doc for rule in ruleset.rules],
+        tool_version=__version__,
+        repo_root=str(repo_root),
+        stats=RunStats(
+            files=inventory.files,
+            objects=len(inventory.objects),
+            skipped_documents=inventory.skipped,
+            subjects=evaluation.subjects,
+        ),
+    )
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    """0 clean, 1 findings at or above ``fail_on``, 3 incomplete when nothing else failed.
+
+    Incomplete: unreadable inputs, documents that do not parse (PG001), rule
+    evaluation errors. Suppressed findings never fail a run.
+    """
+    active = [finding for finding in report.findings if finding.suppression is None]
+    if fail_on != "never":
+        threshold = Level.parse(fail_on)
+        if any(
+            finding.outcome is Outcome.FAIL
+            and finding.rule_id not in INCOMPLETE_RULES
+            and finding.level >= threshold
+            for finding in active
+        ):
+            return 1
+    incomplete = any(
+        finding.outcome is Outcome.ERROR or finding.rule_id in INCOMPLETE_RULES
+        for finding in active
+    ) or any(note.level is Level.ERROR for note in report.notifications)
+    return 3 if incomplete else 0

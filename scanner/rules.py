@@ -1,0 +1,249 @@
+"""Rules: load YAML files, validate them against the shipped schema, compile their CEL once.
+
+Every problem of every rule file is collected before failing, each as
+``file:line: field: message``, so a broken rule pack is fixed in one pass
+(kube-linter's ``ValidateAndInstantiate`` habit). Expressions are compiled once
+here and never per object.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from scanner.cel import Engine, Program, ResultKind
+from scanner.config import Config
+from scanner.errors import CelError, RuleLoadError
+from scanner.findings import Level
+from scanner.inventory import Position, join_path
+from scanner.ruledoc import RuleDoc
+from scanner.sources.yamldoc import parse_plain
+
+DOCUMENT_RULES = ("PG001", "PG002", "PG003")
+"""Built-in rules whose findings come from reading documents, not from CEL."""
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """A VAP-style check: ``expression`` is true when the subject complies."""
+
+    expression: Program
+    message: str
+    message_expression: Program | None
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A validated, compiled rule. ``doc`` is everything reporters need."""
+
+    doc: RuleDoc
+    enabled: bool
+    kinds: frozenset[str]
+    condition: Program | None = None
+    variables: tuple[tuple[str, Program], ...] = ()
+    violations: Program | None = None
+    validations: tuple[Validation, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.doc.id
+
+    @property
+    def builtin(self) -> bool:
+        return self.violations is None and not self.validations
+
+
+def bundled_rules_dir() -> Path:
+    """The rules shipped with poolgate: inside the wheel, or ``rules/`` of a checkout."""
+    packaged = resources.files("scanner") / "bundled_rules"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "rules"
+
+
+@cache
+def _schema_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    text = (resources.files("scanner") / "schemas" / "rule.schema.json").read_text()
+    return Draft202012Validator(json.loads(text))
+
+
+def rule_files(directories: Iterable[Path]) -> list[Path]:
+    return [path for directory in directories for path in sorted(directory.glob("*.yaml"))]
+
+
+def load_rules(
+    directories: Sequence[Path], engine: Engine, config: Config | None = None
+) -> list[Rule]:
+    """Load, validate and compile every rule in ``directories``, sorted by id.
+
+    Raises ``RuleLoadError`` listing every problem found in every file.
+    """
+    config = config or Config()
+    problems: list[str] = []
+    rules: dict[str, Rule] = {}
+    for path in rule_files(directories):
+        rule = _load_file(path, engine, config, problems)
+        if rule is None:
+            continue
+        if rule.id in rules:
+            problems.append(
+                f"{path}: id {rule.id} is already defined in {rules[rule.id].doc.source}"
+            )
+            continue
+        rules[rule.id] = rule
+    for directory in directories:
+        if not directory.is_dir():
+            problems.append(f"{directory}: rule directory does not exist")
+    if problems:
+        raise RuleLoadError(problems)
+    return [rules[key] for key in sorted(rules)]
+
+
+def _load_file(path: Path, engine: Engine, config: Config, problems: list[str]) -> Rule | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        problems.append(f"{path}: cannot read: {error}")
+        return None
+    documents, errors = parse_plain(text)
+    if errors:
+        problems.extend(f"{path}:{line}:{column}: {message}" for message, line, column in errors)
+        return None
+    if len(documents) != 1:
+        problems.append(f"{path}:1: a rule file holds exactly one YAML document")
+        return None
+    body, positions = documents[0]
+    if not isinstance(body, dict):
+        problems.append(f"{path}:1: a rule file is a YAML mapping")
+        return None
+    before = len(problems)
+    for invalid in sorted(_schema_validator().iter_errors(body), key=lambda e: list(e.path)):
+        field_path = _field_path(invalid.absolute_path)
+        line = _line(positions, field_path)
+        problems.append(f"{path}:{line}: {field_path or '(rule)'}: {invalid.message}")
+    if len(problems) > before:
+        return None
+    return _compile(path, body, positions, engine, config, problems)
+
+
+def _field_path(parts: Iterable[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path = join_path(path, part)
+    return path
+
+
+def _line(positions: Mapping[str, Position], path: str) -> int:
+    while path:
+        if path in positions:
+            return positions[path][0]
+        path = path.rsplit(".", 1)[0] if "." in path else ""
+    return 1
+
+
+def _compile(
+    path: Path,
+    body: Mapping[str, Any],
+    positions: Mapping[str, Position],
+    engine: Engine,
+    config: Config,
+    problems: list[str],
+) -> Rule | None:
+    before = len(problems)
+
+    def compile_at(field_path: str, source: str, result: ResultKind) -> Program | None:
+        try:
+            return engine.compile(source, result)
+        except CelError as error:
+            line = _line(positions, field_path)
+            where = f" (expression line {error.line}, column {error.column})" if error.line else ""
+            problems.append(f"{path}:{line}: {field_path}: CEL {error.message}{where}")
+            return None
+
+    match = body.get("match", {})
+    condition = None
+    if "condition" in match:
+        condition = compile_at("match.condition", match["condition"], ResultKind.BOOL)
+    variables = []
+    for index, variable in enumerate(body.get("variables", [])):
+        program = compile_at(
+            f"variables[{index}].expression", variable["expression"], ResultKind.ANY
+        )
+        if program is not None:
+            variables.append((variable["name"], program))
+    violations = None
+    if "violations" in body:
+        violations = compile_at("violations", body["violations"], ResultKind.LIST)
+    validations = []
+    for index, item in enumerate(body.get("validations", [])):
+        where = f"validations[{index}]"
+        expression = compile_at(f"{where}.expression", item["expression"], ResultKind.BOOL)
+        message_expression = None
+        if "messageExpression" in item:
+            message_expression = compile_at(
+                f"{where}.messageExpression", item["messageExpression"], ResultKind.STRING
+            )
+        if expression is not None:
+            validations.append(
+                Validation(
+                    expression, item.get("message", ""), message_expression, item.get("path", "")
+                )
+            )
+    if body.get("builtin") and body["id"] not in DOCUMENT_RULES:
+        problems.append(f"{path}:1: builtin: only {', '.join(DOCUMENT_RULES)} are built in")
+    if len(problems) > before:
+        return None
+
+    override = config.rules.get(body["id"])
+    level = Level.parse(body["level"])
+    enabled = bool(body.get("enabled", True))
+    params = dict(body.get("params", {}))
+    if override is not None:
+        level = override.level or level
+        enabled = enabled if override.enabled is None else override.enabled
+        params.update(override.params)
+    doc = RuleDoc(
+        id=body["id"],
+        name=body["name"],
+        level=level,
+        summary=body["summary"].strip(),
+        description=body["description"].strip(),
+        remediation=body["remediation"].strip(),
+        subject=body["subject"],
+        source=str(path),
+        security_severity=body.get("securitySeverity"),
+        tags=tuple(body.get("tags", ())),
+        help_uri=body.get("helpUri", ""),
+    )
+    return Rule(
+        doc=doc,
+        enabled=enabled,
+        kinds=frozenset(match.get("kinds", ())),
+        condition=condition,
+        variables=tuple(variables),
+        violations=violations,
+        validations=tuple(validations),
+        params=params,
+    )
+
+
+def select(rules: Iterable[Rule], enable: Iterable[str], disable: Iterable[str]) -> list[Rule]:
+    """The rules that run: enabled by default or by ``--enable``, minus ``--disable``.
+
+    Unknown ids in either list are a usage error, raised by the caller.
+    """
+    enable_set, disable_set = set(enable), set(disable)
+    return [
+        rule
+        for rule in rules
+        if (rule.enabled or rule.id in enable_set) and rule.id not in disable_set
+    ]

@@ -1,0 +1,132 @@
+"""Rule fixture tests (``poolgate rules test``), like ``kyverno test`` for poolgate rules.
+
+Layout: ``<fixtures>/<RULE-ID>/fire*.yaml`` and ``<fixtures>/<RULE-ID>/pass*.yaml``.
+In ``fire`` files every line a finding is expected on carries a trailing
+``# expect: PG301`` marker (``# expect: PG301 x2`` for two findings on one line,
+``# expect: PG301, PG501`` for two rules). The findings of the directory's rule
+must land on exactly the marked lines; ``pass`` files (near-misses) must produce
+none. Findings of other rules are ignored, so fixtures can stay realistic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scanner.findings import Finding
+from scanner.pipeline import Ruleset, scan_paths
+
+_MARKER = re.compile(r"#\s*expect:\s*(?P<ids>[A-Z0-9 ,x]+?)\s*$")
+_ITEM = re.compile(r"^(?P<id>[A-Z][A-Z0-9]*\d{3})(?:\s+x(?P<count>\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureResult:
+    rule_id: str
+    path: Path
+    expected: Counter[int]
+    actual: Counter[int]
+    findings: tuple[Finding, ...]
+    """Every finding of every rule on the file, for cross-engine comparison."""
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem and self.expected == self.actual
+
+    def explain(self) -> str:
+        if self.problem:
+            return self.problem
+        missing = sorted((self.expected - self.actual).elements())
+        extra = sorted((self.actual - self.expected).elements())
+        parts = []
+        if missing:
+            parts.append(f"expected on line(s) {_lines(missing)} but not found")
+        if extra:
+            parts.append(f"unexpected on line(s) {_lines(extra)}")
+        return "; ".join(parts)
+
+
+def _lines(lines: Sequence[int]) -> str:
+    return ", ".join(str(line) for line in lines)
+
+
+def expected_lines(text: str, rule_id: str) -> Counter[int]:
+    """Line -> number of findings of ``rule_id`` the markers expect there."""
+    expected: Counter[int] = Counter()
+    for number, line in enumerate(text.splitlines(), start=1):
+        marker = _MARKER.search(line)
+        if marker is None:
+            continue
+        for item in marker.group("ids").split(","):
+            parsed = _ITEM.match(item.strip())
+            if parsed is not None and parsed.group("id") == rule_id:
+                expected[number] += int(parsed.group("count") or 1)
+    return expected
+
+
+def fixture_files(directory: Path) -> tuple[list[Path], list[Path]]:
+    """(fire files, pass files) of one rule's fixture directory, sorted."""
+    files = sorted(
+        path for path in directory.iterdir() if path.suffix in (".yaml", ".yml", ".json")
+    )
+    return (
+        [path for path in files if path.name.startswith("fire")],
+        [path for path in files if path.name.startswith("pass")],
+    )
+
+
+def run(root: Path, ruleset: Ruleset) -> list[FixtureResult]:
+    """Run the fixtures of every rule of ``ruleset`` that has a directory under ``root``."""
+    results: list[FixtureResult] = []
+    known = {rule.id for rule in ruleset.rules}
+    for directory in sorted(path for path in root.iterdir() if path.is_dir()):
+        rule_id = directory.name
+        fire, passing = fixture_files(directory)
+        if rule_id not in known:
+            results.append(
+                FixtureResult(rule_id, directory, Counter(), Counter(), (), "no such rule")
+            )
+            continue
+        for path in [*fire, *passing]:
+            results.append(check_file(path, rule_id, ruleset, expect_findings=path in fire))
+    return results
+
+
+def check_file(
+    path: Path, rule_id: str, ruleset: Ruleset, *, expect_findings: bool
+) -> FixtureResult:
+    report = scan_paths([str(path)], ruleset, repo_root=path.parent)
+    findings = tuple(report.findings)
+    actual = Counter(f.location.line for f in findings if f.rule_id == rule_id)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    expected = expected_lines(text, rule_id)
+    problem = ""
+    if expect_findings and not expected:
+        problem = f"fire fixture has no '# expect: {rule_id}' marker"
+    elif not expect_findings and expected:
+        problem = "pass fixture carries expect markers"
+    return FixtureResult(rule_id, path, expected, actual, findings, problem)
+
+
+def render(results: Sequence[FixtureResult], verbose: bool) -> str:
+    lines: list[str] = []
+    failed = [result for result in results if not result.ok]
+    for result in results:
+        if result.ok and not verbose:
+            continue
+        status = "ok  " if result.ok else "FAIL"
+        detail = "" if result.ok else f": {result.explain()}"
+        lines.append(f"{status} {result.rule_id} {result.path}{detail}")
+    rules = len({result.rule_id for result in results})
+    if not results:
+        lines.append("no rule fixtures found")
+    else:
+        lines.append(
+            f"rule fixtures: {len(results) - len(failed)} of {len(results)} files as expected "
+            f"({rules} rules, {len(failed)} failing)"
+        )
+    return "\n".join(lines) + "\n"

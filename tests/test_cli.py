@@ -1,0 +1,246 @@
+"""End-to-end: the ``poolgate`` command as a user runs it (subprocesses, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo"
+
+PRIVILEGED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sidecar
+  namespace: ml
+spec:
+  template:
+    spec:
+      containers:
+        - name: agent
+          image: busybox@sha256:{digest}
+          securityContext:
+            privileged: true
+""".replace("{digest}", "a" * 64)
+
+CLEAN = PRIVILEGED.replace("privileged: true", "privileged: false")
+
+
+def poolgate(
+    *args: str, cwd: Path = ROOT, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
+    return subprocess.run(
+        [sys.executable, "-m", "scanner", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+
+
+def test_demo_findings_are_exactly_the_expected_lines() -> None:
+    """fixtures/demo/EXPECTED.md lists every finding of the first seven rules."""
+    result = poolgate("scan", "fixtures/demo", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    expected_text = (DEMO / "EXPECTED.md").read_text()
+    expected = sorted(
+        (f"fixtures/demo/{path}", int(line), rule)
+        for path, line, rule in re.findall(r"^(\S+\.yaml):(\d+) (PG\d{3}) ", expected_text, re.M)
+    )
+    covered = {"PG103", "PG104", "PG107", "PG301", "PG302", "PG401", "PG501"}
+    got = sorted(
+        (f["location"]["uri"], f["location"]["line"], f["ruleId"])
+        for f in report["findings"]
+        if f["ruleId"] in covered
+    )
+    assert got == expected
+    assert not [f for f in report["findings"] if f["ruleId"] in ("PG001", "PG002", "PG003")]
+
+
+def test_text_report_has_exact_lines_and_a_summary() -> None:
+    result = poolgate("scan", "fixtures/demo")
+    assert result.returncode == 1
+    assert "fixtures/demo/training/pytorch-train.yaml:19:7 error PG302" in result.stdout
+    assert "\x1b[" not in result.stdout  # no colour when not a terminal
+    assert_no_traceback(result)
+
+
+def test_stdin(tmp_path: Path) -> None:
+    result = poolgate("scan", "-", "--format", "json", stdin=PRIVILEGED, cwd=tmp_path)
+    assert result.returncode == 1
+    [finding] = [f for f in json.loads(result.stdout)["findings"] if f["ruleId"] == "PG301"]
+    assert finding["location"] == {
+        "uri": "<stdin>",
+        "line": 13,
+        "column": 13,
+        "path": "spec.template.spec.containers[0].securityContext.privileged",
+    }
+
+
+def test_clean_input_exits_zero(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_fail_on_and_disable(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    assert poolgate("scan", "p.yaml", "--disable", "pg301", cwd=tmp_path).returncode == 0
+    assert poolgate("scan", "p.yaml", "--fail-on", "never", cwd=tmp_path).returncode == 0
+
+
+def test_missing_path_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
+    result = poolgate("scan", "nope.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("poolgate: error: nope.yaml")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert_no_traceback(result)
+
+
+def test_malformed_yaml_is_pg001_incomplete_and_other_files_still_scanned(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n")
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", ".", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    assert [f["ruleId"] for f in findings] == ["PG001"]
+    assert findings[0]["location"]["uri"] == "bad.yaml"
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    assert poolgate("scan", ".", cwd=tmp_path).returncode == 1  # real findings win over incomplete
+
+
+def test_unknown_rule_id_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    for args in (
+        ("scan", "ok.yaml", "--disable", "PG999"),
+        ("scan", "ok.yaml", "--format", "xml"),
+        ("scan", "ok.yaml", "--format", "json", "--format", "sarif"),
+        ("scan", "ok.yaml", "--format", "json", "--output", "a", "--output", "b"),
+        (
+            "scan",
+            "ok.yaml",
+            "--format",
+            "json",
+            "--format",
+            "sarif",
+            "-o",
+            "x.json",
+            "-o",
+            "x.json",
+        ),
+        ("scan", "ok.yaml", "--output", "missing-dir/out.json"),
+        ("scan",),
+    ):
+        result = poolgate(*args, cwd=tmp_path)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert result.stderr.startswith(("poolgate: error:", "Usage:")), result.stderr
+        assert_no_traceback(result)
+
+
+def test_unwritable_output_fails_before_scanning(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    (tmp_path / "report.json").mkdir()
+    result = poolgate("scan", "p.yaml", "--format", "json", "--output", "report.json", cwd=tmp_path)
+    assert result.returncode == 2 and "is a directory" in result.stderr
+
+
+def test_paired_outputs_are_written(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    result = poolgate(
+        "scan",
+        "p.yaml",
+        "--format",
+        "json",
+        "-o",
+        "r.json",
+        "--format",
+        "sarif",
+        "-o",
+        "r.sarif",
+        "--format",
+        "text",
+        "-o",
+        "-",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert json.loads((tmp_path / "r.json").read_text())["findings"]
+    assert json.loads((tmp_path / "r.sarif").read_text())["version"] == "2.1.0"
+    assert "PG301" in result.stdout
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.")]  # no temp files left
+
+
+def test_broken_user_rule_lists_every_problem(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "a.yaml").write_text("id: X\n")
+    (rules / "b.yaml").write_text("key: [unclosed\n")
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", "--rules", "rules", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "a.yaml" in result.stderr and "b.yaml" in result.stderr
+    assert_no_traceback(result)
+
+
+def test_github_format_is_the_default_under_actions(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    result = subprocess.run(
+        [sys.executable, "-m", "scanner", "scan", "p.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "::error file=p.yaml,line=13,col=13" in result.stdout
+
+
+def test_rules_list_show_test_and_version() -> None:
+    listing = poolgate("rules", "list")
+    assert listing.returncode == 0
+    assert re.search(r"^PG301\s+error\s+privileged-outside-operator\s+Only", listing.stdout, re.M)
+    shown = poolgate("rules", "show", "pg301")
+    assert (
+        shown.returncode == 0 and "Remediation:" in shown.stdout and "violations:" in shown.stdout
+    )
+    assert poolgate("rules", "show", "PG999").returncode == 2
+    tested = poolgate("rules", "test")
+    assert tested.returncode == 0, tested.stdout
+    version = poolgate("--version")
+    assert version.stdout.strip().startswith("poolgate 0.")
+
+
+def test_rules_test_fails_on_a_wrong_marker(tmp_path: Path) -> None:
+    fixture = tmp_path / "PG301"
+    fixture.mkdir()
+    (fixture / "fire-wrong.yaml").write_text(
+        PRIVILEGED.replace("  name: sidecar", "  name: sidecar  # expect: PG301")
+    )
+    (fixture / "pass-ok.yaml").write_text(CLEAN)
+    result = poolgate("rules", "test", str(tmp_path))
+    assert result.returncode == 1
+    assert "FAIL PG301" in result.stdout and "expected on line(s) 4" in result.stdout
+
+
+@pytest.mark.parametrize("engine", ["cpp", "python"])
+def test_cel_engine_option(engine: str, tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PRIVILEGED)
+    result = poolgate("scan", "p.yaml", "--cel-engine", engine, "--format", "json", cwd=tmp_path)
+    assert result.returncode == 1
+    assert {f["ruleId"] for f in json.loads(result.stdout)["findings"]} == {"PG301"}

@@ -1,0 +1,195 @@
+"""Decision logic of the engine, tested with a fake evaluator (no CEL involved)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scanner.cel import ResultKind
+from scanner.engine import document_findings, evaluate
+from scanner.errors import CelEvalError
+from scanner.findings import Level, Outcome
+from scanner.inventory import InvalidDocument, KubeObject, LineMap, Origin
+from scanner.model import Subject
+from scanner.ruledoc import RuleDoc
+from scanner.rules import Rule, Validation
+
+
+@dataclass(frozen=True)
+class FakeProgram:
+    """Returns ``result(activation)``; raises CelEvalError when it returns an exception."""
+
+    result: Any
+    source: str = "fake"
+
+    def evaluate(self, activation: Any) -> Any:
+        value = self.result(activation) if callable(self.result) else self.result
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+class FakeEngine:
+    name = "fake"
+
+    def compile(self, source: str, result: ResultKind) -> FakeProgram:
+        raise AssertionError("rules are built by hand in these tests")
+
+    def activation(self, data: Mapping[str, Any]) -> Any:
+        return dict(data)
+
+
+def doc(rule_id: str = "PG900", level: Level = Level.ERROR, subject: str = "workload") -> RuleDoc:
+    return RuleDoc(rule_id, "test-rule", level, "s", "d", "r.", subject, "rules/x.yaml")
+
+
+def make_obj(
+    name: str = "train", kind: str = "Deployment", context_only: bool = False
+) -> KubeObject:
+    positions = {
+        "": (3, 1),
+        "spec": (7, 1),
+        "spec.template.spec": (12, 5),
+        "spec.template.spec.containers[0].securityContext.privileged": (20, 13),
+    }
+    return KubeObject(
+        {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": "ml"}},
+        Origin("k8s/train.yaml", 0, 3, 1),
+        LineMap(positions),
+        context_only=context_only,
+    )
+
+
+def run(rule: Rule, *objects: KubeObject, lookup: Mapping[str, KubeObject] | None = None) -> Any:
+    subjects = {"workload": [Subject("workload", obj, {"workload": {}}) for obj in objects]}
+    return evaluate([rule], subjects, FakeEngine(), {"config": {}}, lookup)
+
+
+def test_violation_is_stamped_with_rule_id_level_and_exact_location() -> None:
+    items = [
+        {
+            "message": "privileged\nsecond line",
+            "path": "spec.template.spec.containers[0].securityContext.privileged",
+        }
+    ]
+    rule = Rule(doc(), True, frozenset(), violations=FakeProgram(items))
+    [finding] = run(rule, make_obj()).findings
+    assert finding.rule_id == "PG900"
+    assert finding.level is Level.ERROR
+    assert finding.message == "privileged"
+    assert (finding.location.uri, finding.location.line, finding.location.column) == (
+        "k8s/train.yaml",
+        20,
+        13,
+    )
+    assert finding.ref is not None and finding.ref.logical_name == "ml/Deployment/train"
+
+
+def test_missing_path_falls_back_to_nearest_ancestor_then_first_line() -> None:
+    items = [
+        {"message": "a", "path": "spec.template.spec.runtimeClassName"},
+        {"message": "b", "path": "status.nothing"},
+    ]
+    rule = Rule(doc(), True, frozenset(), violations=FakeProgram(items))
+    lines = sorted(f.location.line for f in run(rule, make_obj()).findings)
+    assert lines == [3, 12]
+
+
+def test_violation_level_override_and_ref() -> None:
+    other = make_obj("cm", "ConfigMap")
+    items = [{"message": "m", "level": "note", "ref": "ml/ConfigMap/cm"}]
+    rule = Rule(doc(), True, frozenset(), violations=FakeProgram(items))
+    [finding] = run(rule, make_obj(), lookup={"ml/ConfigMap/cm": other}).findings
+    assert finding.level is Level.NOTE
+    assert finding.ref is not None and finding.ref.kind == "ConfigMap"
+
+
+def test_kind_filter_and_condition_come_before_evaluation() -> None:
+    calls: list[str] = []
+
+    def record(activation: Any) -> list[Any]:
+        calls.append(activation["object"]["metadata"]["name"])
+        return []
+
+    rule = Rule(
+        doc(),
+        True,
+        frozenset({"Deployment"}),
+        condition=FakeProgram(lambda a: a["object"]["metadata"]["name"] != "skip"),
+        violations=FakeProgram(record),
+    )
+    run(rule, make_obj("a"), make_obj("b", "Pod"), make_obj("skip"))
+    assert calls == ["a"]
+
+
+def test_context_only_objects_are_never_reported() -> None:
+    rule = Rule(doc(), True, frozenset(), violations=FakeProgram([{"message": "m"}]))
+    evaluation = run(rule, make_obj(context_only=True))
+    assert evaluation.findings == [] and evaluation.subjects == 0
+
+
+def test_evaluation_error_becomes_an_error_outcome_and_the_run_goes_on() -> None:
+    failing = Rule(
+        doc("PG901"), True, frozenset(), violations=FakeProgram(CelEvalError("no such key: x"))
+    )
+    subjects = {
+        "workload": [Subject("workload", make_obj("a")), Subject("workload", make_obj("b"))]
+    }
+    good = Rule(doc("PG902"), True, frozenset(), violations=FakeProgram([{"message": "m"}]))
+    findings = evaluate([failing, good], subjects, FakeEngine(), {}).findings
+    errors = [f for f in findings if f.outcome is Outcome.ERROR]
+    assert len(errors) == 2 and all("no such key: x" in f.message for f in errors)
+    assert len([f for f in findings if f.rule_id == "PG902"]) == 2
+
+
+def test_malformed_violation_items_are_evaluation_errors() -> None:
+    for bad in (
+        [{"path": "x"}],
+        ["just a string"],
+        [{"message": "m", "path": 3}],
+        [{"message": "m", "level": "fatal"}],
+    ):
+        rule = Rule(doc(), True, frozenset(), violations=FakeProgram(bad))
+        [finding] = run(rule, make_obj()).findings
+        assert finding.outcome is Outcome.ERROR
+
+
+def test_validation_messages_follow_vap_order() -> None:
+    validations = (
+        Validation(FakeProgram(False), "static", FakeProgram("  dynamic \n more"), "spec"),
+        Validation(FakeProgram(False), "static only", None, ""),
+        Validation(FakeProgram(False), "", FakeProgram(""), ""),
+        Validation(FakeProgram(True), "never", None, ""),
+    )
+    rule = Rule(doc(), True, frozenset(), validations=validations)
+    messages = [f.message for f in run(rule, make_obj()).findings]
+    assert messages == ["dynamic", "static only", "failed expression: fake"]
+
+
+def test_variables_are_bound_in_order() -> None:
+    seen: list[Any] = []
+    variables = (
+        ("a", FakeProgram(1)),
+        ("b", FakeProgram(lambda act: act["variables"]["a"] + 1)),
+    )
+    rule = Rule(
+        doc(),
+        True,
+        frozenset(),
+        variables=variables,
+        violations=FakeProgram(lambda act: seen.append(dict(act["variables"])) or []),
+    )
+    run(rule, make_obj())
+    assert seen == [{"a": 1, "b": 2}]
+
+
+def test_document_findings_only_for_enabled_document_rules() -> None:
+    origin = Origin("bad.yaml")
+    invalid = [
+        InvalidDocument("PG001", "YAML does not parse", origin, 4, 2),
+        InvalidDocument("PG002", "duplicate key", origin, 9, 3),
+    ]
+    rules = {"PG001": Rule(doc("PG001", subject="document"), True, frozenset())}
+    [finding] = list(document_findings(invalid, rules))
+    assert (finding.rule_id, finding.location.line, finding.location.column) == ("PG001", 4, 2)

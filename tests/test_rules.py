@@ -1,0 +1,137 @@
+"""Rule loading: schema, every problem at once with file and line, CEL compiled once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scanner.cel import get_engine
+from scanner.config import Config, RuleOverride
+from scanner.errors import RuleLoadError
+from scanner.findings import Level
+from scanner.rules import bundled_rules_dir, load_rules, select
+
+GOOD = """\
+id: ACME001
+name: team-label
+level: warning
+summary: Workloads carry a team label.
+description: Ownership.
+remediation: Add metadata.labels.team.
+subject: object
+match:
+  kinds: [Deployment]
+validations:
+  - expression: has(object.metadata.labels) && 'team' in object.metadata.labels
+    message: no team label
+    path: metadata
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def test_good_user_rule_loads(tmp_path: Path) -> None:
+    write(tmp_path, "ACME001.yaml", GOOD)
+    [rule] = load_rules([tmp_path], get_engine("cpp"))
+    assert rule.id == "ACME001" and rule.kinds == {"Deployment"} and len(rule.validations) == 1
+
+
+def test_every_problem_of_every_file_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", GOOD.replace("level: warning", "level: fatal"))
+    write(
+        tmp_path,
+        "b.yaml",
+        GOOD.replace("ACME001", "ACME002").replace(
+            "has(object.metadata.labels) && 'team' in object.metadata.labels", "1 + 'x'"
+        ),
+    )
+    write(tmp_path, "c.yaml", "id: [unclosed\n")
+    write(
+        tmp_path,
+        "d.yaml",
+        GOOD.replace("ACME001", "ACME004").replace(
+            "validations:", "violations: '[]'\nvalidations:"
+        ),
+    )
+    with pytest.raises(RuleLoadError) as caught:
+        load_rules([tmp_path], get_engine("cpp"))
+    problems = caught.value.problems
+    assert len(problems) == 4, problems
+    joined = "\n".join(problems)
+    assert f"{tmp_path / 'a.yaml'}:3: level:" in joined
+    assert (
+        f"{tmp_path / 'b.yaml'}:11: validations[0].expression: CEL found no matching overload"
+        in joined
+    )
+    assert f"{tmp_path / 'c.yaml'}:" in joined
+    assert f"{tmp_path / 'd.yaml'}:" in joined
+
+
+def test_result_types_are_checked_at_load(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        GOOD.replace(
+            "has(object.metadata.labels) && 'team' in object.metadata.labels",
+            "object.metadata.name + 'x'",
+        ),
+    )
+    with pytest.raises(RuleLoadError, match="must evaluate to bool, but evaluates to string"):
+        load_rules([tmp_path], get_engine("python"))
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", GOOD)
+    write(tmp_path, "b.yaml", GOOD)
+    with pytest.raises(RuleLoadError, match="already defined"):
+        load_rules([tmp_path], get_engine("cpp"))
+
+
+def test_user_rules_cannot_claim_builtin(tmp_path: Path) -> None:
+    text = (
+        GOOD.replace("subject: object", "subject: document").split("match:")[0] + "builtin: true\n"
+    )
+    write(tmp_path, "a.yaml", text)
+    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003 are built in"):
+        load_rules([tmp_path], get_engine("cpp"))
+
+
+def test_missing_rule_directory(tmp_path: Path) -> None:
+    with pytest.raises(RuleLoadError, match="does not exist"):
+        load_rules([tmp_path / "nope"], get_engine("cpp"))
+
+
+def test_config_overrides_level_enablement_and_params(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", GOOD + "params:\n  team: ml\n")
+    config = Config(
+        rules={"ACME001": RuleOverride(level=Level.ERROR, enabled=False, params={"x": 1})}
+    )
+    [rule] = load_rules([tmp_path], get_engine("cpp"), config)
+    assert (
+        rule.doc.level is Level.ERROR and not rule.enabled and rule.params == {"team": "ml", "x": 1}
+    )
+    assert select([rule], enable=["ACME001"], disable=[]) == [rule]
+    assert select([rule], enable=[], disable=[]) == []
+
+
+def test_bundled_rules_load_on_both_engines() -> None:
+    cpp = load_rules([bundled_rules_dir()], get_engine("cpp"))
+    python = load_rules([bundled_rules_dir()], get_engine("python"))
+    assert [r.id for r in cpp] == [r.id for r in python]
+    assert {
+        "PG001",
+        "PG002",
+        "PG003",
+        "PG103",
+        "PG104",
+        "PG107",
+        "PG301",
+        "PG302",
+        "PG401",
+        "PG501",
+    } <= {r.id for r in cpp}
