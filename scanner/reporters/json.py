@@ -1,0 +1,121 @@
+"""Machine-readable report with a stable, versioned shape.
+
+Scripts and dashboards parse this, so the shape only grows; a change that
+removes or renames a key bumps ``version``. Keys appear in the order below,
+findings in the run's deterministic order, indented by 2::
+
+    {
+      "version": 1,
+      "tool": {"name": "poolgate", "version": "0.1.0"},
+      "summary": {
+        "findings": 3,            # violations that are not suppressed
+        "errors": 2, "warnings": 1, "notes": 0,
+        "ruleErrors": 1,          # rules that could not be evaluated (run incomplete)
+        "suppressed": 1,          # suppressed findings of any outcome
+        "notifications": 1,
+        "files": 4, "objects": 12, "skippedDocuments": 0
+      },
+      "findings": [
+        {
+          "ruleId": "PG301",
+          "level": "error",                   # error | warning | note
+          "message": "...",
+          "outcome": "fail",                  # fail | error (rule could not run)
+          "location": {"uri": "k8s/train.yaml", "line": 12, "column": 9,
+                       "path": "spec.template.spec.containers[0].securityContext"},
+          "object": {"apiVersion": "apps/v1", "kind": "Deployment",
+                     "namespace": "ml", "name": "train"},    # or null
+          "fingerprint": "<32 hex digits>",    # stable across line moves
+          "suppression": null                 # or {"kind": "in-source"|"external",
+        }                                     #     "justification": "..."}
+      ],
+      "notifications": [
+        {"level": "warning", "message": "...", "uri": "k8s/x.yaml",
+         "line": 3, "column": null, "ruleId": null}   # null when unknown
+      ]
+    }
+
+Unlike the text reporter, every finding is listed, suppressed or not: a
+consumer decides what to show from ``suppression``, exactly as with SARIF.
+Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from scanner.findings import Finding, Notification
+from scanner.reporters import Report
+from scanner.reporters.tally import tally
+
+SHAPE_VERSION = 1
+
+
+def write(report: Report, stream: TextIO) -> None:
+    """Write the whole report as one JSON document followed by a newline."""
+    # One write: json.dump would call stream.write once per token.
+    stream.write(json.dumps(to_document(report), indent=2, ensure_ascii=False) + "\n")
+
+
+def to_document(report: Report) -> dict[str, Any]:
+    """The report as plain JSON-ready data (for tests and other reporters)."""
+    counts = tally(report.findings)
+    return {
+        "version": SHAPE_VERSION,
+        "tool": {"name": "poolgate", "version": report.tool_version},
+        "summary": {
+            "findings": counts.findings,
+            "errors": counts.errors,
+            "warnings": counts.warnings,
+            "notes": counts.notes,
+            "ruleErrors": counts.rule_errors,
+            "suppressed": counts.suppressed,
+            "notifications": len(report.notifications),
+            "files": report.stats.files,
+            "objects": report.stats.objects,
+            "skippedDocuments": report.stats.skipped_documents,
+        },
+        "findings": [_finding(finding) for finding in report.findings],
+        "notifications": [_notification(item) for item in report.notifications],
+    }
+
+
+def _finding(finding: Finding) -> dict[str, Any]:
+    ref = finding.ref
+    suppression = finding.suppression
+    return {
+        "ruleId": finding.rule_id,
+        "level": str(finding.level),
+        "message": finding.message,
+        "outcome": finding.outcome.value,
+        "location": {
+            "uri": finding.location.uri,
+            "line": finding.location.line,
+            "column": finding.location.column,
+            "path": finding.location.path,
+        },
+        "object": None
+        if ref is None
+        else {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "namespace": ref.namespace,
+            "name": ref.name,
+        },
+        "fingerprint": finding.fingerprint,
+        "suppression": None
+        if suppression is None
+        else {"kind": suppression.kind, "justification": suppression.justification},
+    }
+
+
+def _notification(notification: Notification) -> dict[str, Any]:
+    return {
+        "level": str(notification.level),
+        "message": notification.message,
+        "uri": notification.uri or None,
+        "line": notification.line or None,
+        "column": notification.column or None,
+        "ruleId": notification.rule_id or None,
+    }

@@ -1,0 +1,304 @@
+"""SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
+
+Built from the ``sarif_om`` object model so property names come from the
+standard, not from memory; ``sarif_om`` ships no serializer, so ``_to_json``
+walks the attrs fields itself. ``sarif_om`` is imported only when a log is
+built, so loading this module (or any other reporter) costs nothing extra.
+
+Choices that matter to consumers:
+
+* ``ruleIndex`` always points into ``tool.driver.rules``: a finding whose rule
+  is not in the run's catalog gets a minimal descriptor, because GitHub drops
+  results whose index is wrong.
+* File URIs are repository-relative, percent-encoded and anchored at
+  ``%SRCROOT%`` (declared in ``originalUriBaseIds``) so results land on the right
+  file after checkout; ``cluster://`` URIs of live objects are absolute and carry
+  no base. Every result also names its object as a logical location.
+* ``partialFingerprints["poolgate/v1"]`` is the finding's fingerprint (rule,
+  object identity, field path), so alerts survive edits that only move lines.
+* Suppressed findings stay in the log with ``suppressions``: viewers show them
+  as dismissed instead of forgetting them.
+* A rule that could not be evaluated (outcome ``error``) is not a verdict on the
+  manifest, so it is a ``toolExecutionNotification`` tied to its rule, not a
+  result; like any error notification it marks the invocation unsuccessful.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, TextIO, cast
+from urllib.parse import quote
+
+from scanner.findings import Finding, Level, Notification, Outcome
+from scanner.reporters import Report
+from scanner.ruledoc import HELP_URI, RuleDoc
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/poolgate/poolgate"
+FINGERPRINT_KEY = "poolgate/v1"
+SRCROOT = "%SRCROOT%"
+_CLUSTER_SCHEME = "cluster://"
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+_SUPPRESSION_KINDS = {"in-source": "inSource", "external": "external"}
+# Properties kept even when equal to sarif_om's default: a result without
+# "level" takes its rule's default level, not sarif_om's "warning".
+_ALWAYS_EMIT = frozenset({"level"})
+_LEADING = {
+    name: rank
+    for rank, name in enumerate(
+        ("id", "ruleId", "ruleIndex", "name", "version", "level", "message")
+    )
+}
+
+
+def write(report: Report, stream: TextIO) -> None:
+    """Write one SARIF log with a single run, indented by 2."""
+    # One write: json.dump would call stream.write once per token.
+    stream.write(json.dumps(build_log(report), indent=2, ensure_ascii=False) + "\n")
+
+
+def build_log(report: Report) -> dict[str, Any]:
+    """The SARIF log as JSON-ready data."""
+    import sarif_om as om  # lazy: only SARIF runs pay for it
+
+    rules = _descriptors(report)
+    index = {rule_id: position for position, (rule_id, _) in enumerate(rules)}
+    results = [
+        _result(om, finding, index[finding.rule_id])
+        for finding in report.findings
+        if finding.outcome is Outcome.FAIL
+    ]
+    notifications = [_notification(om, item, index) for item in report.notifications]
+    notifications += [
+        _rule_error(om, finding, index[finding.rule_id])
+        for finding in report.findings
+        if finding.outcome is Outcome.ERROR
+    ]
+    driver = om.ToolComponent(
+        name="poolgate",
+        version=report.tool_version,
+        semantic_version=report.tool_version,
+        information_uri=INFORMATION_URI,
+        rules=[_descriptor(om, rule_id, doc) for rule_id, doc in rules],
+    )
+    invocation = om.Invocation(
+        execution_successful=not any(item.level == "error" for item in notifications),
+        tool_execution_notifications=notifications or None,
+    )
+    run = om.Run(
+        tool=om.Tool(driver=driver),
+        invocations=[invocation],
+        original_uri_base_ids={SRCROOT: om.ArtifactLocation(uri=_root_uri(report.repo_root))},
+        column_kind="unicodeCodePoints",
+        results=results,
+    )
+    body = cast(dict[str, Any], _to_json(om.SarifLog(version="2.1.0", runs=[run])))
+    return {"$schema": SCHEMA_URI, **body}
+
+
+def _descriptors(report: Report) -> list[tuple[str, RuleDoc | None]]:
+    """The run's rules sorted by id, plus an undocumented entry for every rule that
+    findings or notifications name but the catalog lacks, so every index is valid."""
+    known: dict[str, RuleDoc | None] = {rule.id: rule for rule in report.rules}
+    referenced = [finding.rule_id for finding in report.findings]
+    referenced += [item.rule_id for item in report.notifications if item.rule_id]
+    for rule_id in referenced:
+        known.setdefault(rule_id, None)
+    return sorted(known.items(), key=lambda item: item[0])
+
+
+def _descriptor(om: Any, rule_id: str, rule: RuleDoc | None) -> Any:
+    if rule is None:
+        # GitHub rejects descriptors without help (Multitool GH2012), so even an
+        # undocumented rule says where its documentation would be.
+        short = f"{rule_id} is not in this run's rule catalog."
+        text = f"{short} Run `poolgate rules show {rule_id}` to read about a bundled rule."
+        return om.ReportingDescriptor(
+            id=rule_id,
+            short_description=om.MultiformatMessageString(text=short),
+            full_description=om.MultiformatMessageString(text=short),
+            help=om.MultiformatMessageString(text=text, markdown=text),
+            help_uri=HELP_URI.partition("#")[0],
+        )
+    properties: dict[str, Any] = {"precision": "high"}
+    if rule.tags:
+        properties["tags"] = list(rule.tags)
+    if rule.security_severity is not None:
+        # GitHub reads this as a string holding a number in 0.0-10.0.
+        properties["security-severity"] = f"{rule.security_severity:.1f}"
+    return om.ReportingDescriptor(
+        id=rule.id,
+        name=rule.name,
+        short_description=om.MultiformatMessageString(text=rule.summary),
+        full_description=om.MultiformatMessageString(text=rule.description),
+        help=om.MultiformatMessageString(text=rule.help_text(), markdown=rule.help_markdown()),
+        help_uri=rule.uri,
+        default_configuration=om.ReportingConfiguration(level=str(rule.level)),
+        properties=properties,
+    )
+
+
+def _result(om: Any, finding: Finding, rule_index: int) -> Any:
+    suppressions = None
+    if finding.suppression is not None:
+        suppressions = [
+            om.Suppression(
+                # Anything not written in the manifest itself lives outside it.
+                kind=_SUPPRESSION_KINDS.get(finding.suppression.kind, "external"),
+                justification=finding.suppression.justification,
+            )
+        ]
+    return om.Result(
+        rule_id=finding.rule_id,
+        rule_index=rule_index,
+        level=str(finding.level),
+        message=om.Message(text=finding.message),
+        locations=[_location(om, finding)],
+        partial_fingerprints={FINGERPRINT_KEY: finding.fingerprint},
+        suppressions=suppressions,
+    )
+
+
+def _location(om: Any, finding: Finding) -> Any:
+    logical = None
+    if finding.ref is not None:
+        logical = [
+            om.LogicalLocation(
+                name=finding.ref.name,
+                fully_qualified_name=finding.ref.logical_name,
+                kind="resource",
+            )
+        ]
+    where = finding.location
+    return om.Location(
+        physical_location=_physical(om, where.uri, where.line, where.column),
+        logical_locations=logical,
+    )
+
+
+def _physical(om: Any, uri: str, line: int, column: int) -> Any:
+    region = None
+    if line > 0:  # 0 means "unknown"; SARIF lines start at 1
+        region = om.Region(start_line=line, start_column=column if column > 0 else None)
+    return om.PhysicalLocation(artifact_location=_artifact(om, uri), region=region)
+
+
+def _artifact(om: Any, uri: str) -> Any:
+    if uri.startswith(_CLUSTER_SCHEME):
+        return om.ArtifactLocation(uri=cluster_uri(uri))
+    # quote() keeps '/' and encodes ':' too, so "a:b.yaml" is not read as a scheme.
+    return om.ArtifactLocation(uri=quote(uri), uri_base_id=SRCROOT)
+
+
+def cluster_uri(uri: str) -> str:
+    """``cluster://<context>/<path>`` as a URI every SARIF consumer can parse.
+
+    The context is the URI's host, but kubeconfig context names are free text
+    (``admin@prod``, EKS ARNs with ':'). A percent-encoded host is valid RFC 3986
+    yet .NET's ``Uri`` (SARIF SDK, Multitool) rejects it and silently drops the
+    whole log, so such a context moves into the first path segment behind an
+    empty authority: ``cluster:///admin%40prod/...``. Plain host names stay put.
+    """
+    context, _, path = uri[len(_CLUSTER_SCHEME) :].partition("/")
+    if _HOST.fullmatch(context):
+        return f"{_CLUSTER_SCHEME}{context}/{quote(path)}"
+    return f"{_CLUSTER_SCHEME}/{quote(context, safe='')}/{quote(path)}"
+
+
+def _root_uri(repo_root: str) -> str:
+    uri = Path(os.path.abspath(repo_root)).as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _notification(om: Any, notification: Notification, index: dict[str, int]) -> Any:
+    locations = None
+    if notification.uri:
+        physical = _physical(om, notification.uri, notification.line, notification.column)
+        locations = [om.Location(physical_location=physical)]
+    rule = None
+    if notification.rule_id:
+        rule = om.ReportingDescriptorReference(
+            id=notification.rule_id, index=index[notification.rule_id]
+        )
+    return om.Notification(
+        level=str(notification.level),
+        message=om.Message(text=notification.message),
+        locations=locations,
+        associated_rule=rule,
+    )
+
+
+def _rule_error(om: Any, finding: Finding, rule_index: int) -> Any:
+    """A rule that could not be evaluated on one subject, as a notification.
+
+    A suppressed one is only a note: the object's owner already opted out of
+    that rule there, so it does not make the run incomplete.
+    """
+    level = Level.ERROR if finding.suppression is None else Level.NOTE
+    subject = f" on {finding.ref.logical_name}" if finding.ref is not None else ""
+    text = f"{finding.rule_id} could not be evaluated{subject}: {finding.message}"
+    return om.Notification(
+        level=str(level),
+        message=om.Message(text=text),
+        locations=[_location(om, finding)],
+        associated_rule=om.ReportingDescriptorReference(id=finding.rule_id, index=rule_index),
+    )
+
+
+JSON = dict[str, Any] | list[Any] | str | int | float | bool | None
+_SCALARS = (str, int, float, bool)
+_NO_DEFAULT = object()
+
+
+def _to_json(value: Any) -> JSON:
+    """Serialize sarif_om objects: schema property names, defaults left out.
+
+    A property equal to its default says nothing (``rank: -1``, ``kind: "fail"``),
+    so it is dropped, except those in ``_ALWAYS_EMIT``.
+    """
+    if value is None or isinstance(value, _SCALARS):
+        return cast(JSON, value)
+    if isinstance(value, dict):
+        return {str(key): _to_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_json(item) for item in value]
+    cls: type = type(value)
+    fields = _fields(cls)
+    if fields is None:
+        raise TypeError(f"cannot serialize {cls.__name__} into SARIF")
+    out: dict[str, Any] = {}
+    for name, json_name, default in fields:
+        item = getattr(value, name)
+        # type() first: bool is an int, and True must not equal a default of 1.
+        if item is None or (type(item) is type(default) and item == default):
+            continue
+        out[json_name] = item if isinstance(item, _SCALARS) else _to_json(item)
+    return out
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, str, Any], ...] | None:
+    """(attribute, JSON name, default) of an attrs class, identity first; None for others.
+
+    Worked out once per class: a large audit serializes hundreds of thousands of
+    objects. Fields in ``_ALWAYS_EMIT`` get a default nothing equals.
+    """
+    import attr  # sarif_om's own dependency
+
+    if not attr.has(cls):
+        return None
+    fields = []
+    for field in attr.fields(cls):
+        default = field.default
+        if isinstance(default, attr.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        if field.name in _ALWAYS_EMIT or default is attr.NOTHING:
+            default = _NO_DEFAULT
+        fields.append((field.name, field.metadata["schema_property_name"], default))
+    # Identity first, the rest in sarif_om's order: easier to read.
+    fields.sort(key=lambda entry: _LEADING.get(entry[1], len(_LEADING)))
+    return tuple(fields)

@@ -1,0 +1,113 @@
+"""Human-readable report for terminals and CI logs.
+
+Layout::
+
+    k8s/train.yaml
+    k8s/train.yaml:12:9 error PG301 container "cuda" runs privileged
+    k8s/train.yaml:30:5 rule-error PG204 could not evaluate: no such key: sku
+
+    poolgate: warning: k8s/secret.yaml: cannot read: permission denied
+    1 finding (1 error) in 4 files, 12 objects; 1 rule error (results incomplete)
+
+Findings are grouped under their file so a long run stays scannable, yet each
+line repeats ``uri:line:col`` so editors and terminals can jump to it. Rule
+errors say ``rule-error`` instead of a level: a rule that could not run is not
+a verdict on the manifest. Manifests come from untrusted pull requests, so
+control characters in messages are escaped before they reach a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+from scanner.findings import Finding, Notification, Outcome
+from scanner.reporters import Report
+from scanner.reporters.tally import summary_line, tally
+
+_RESET = "\x1b[0m"
+_STYLES = {
+    "error": "\x1b[31m",  # red
+    "warning": "\x1b[33m",  # yellow
+    "note": "\x1b[36m",  # cyan
+    "rule-error": "\x1b[35m",  # magenta
+    "header": "\x1b[1m",  # bold
+    "suppressed": "\x1b[2m",  # dim
+}
+
+# C0 and C1 controls, DEL and the bidi overrides that can disguise text in a terminal.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def write(report: Report, stream: TextIO) -> None:
+    """Write findings grouped by file, then notifications, then a one-line summary."""
+    paint = _Paint(report.color)
+    groups: dict[str, list[Finding]] = {}
+    for finding in report.visible():
+        groups.setdefault(finding.location.uri, []).append(finding)
+    for index, (uri, findings) in enumerate(groups.items()):
+        if index:
+            stream.write("\n")
+        stream.write(paint("header", _safe(uri)) + "\n")
+        for finding in findings:
+            stream.write(_finding_line(finding, paint) + "\n")
+    if groups and report.notifications:
+        stream.write("\n")
+    for notification in report.notifications:
+        stream.write(_notification_line(notification, paint) + "\n")
+    if groups or report.notifications:
+        stream.write("\n")
+    counts = tally(report.findings)
+    summary = summary_line(
+        counts,
+        files=report.stats.files,
+        objects=report.stats.objects,
+        suppressed_shown=report.show_suppressed,
+        skipped_documents=report.stats.skipped_documents if report.verbose else None,
+    )
+    style = "error" if counts.errors else "warning" if counts.findings else "header"
+    stream.write(paint(style, summary) + "\n")
+
+
+def _finding_line(finding: Finding, paint: _Paint) -> str:
+    where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
+    label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
+    line = f"{_safe(where)} {paint(label, label)} {finding.rule_id} {_safe(finding.message)}"
+    if finding.suppression is not None:
+        note = f"[suppressed {finding.suppression.kind}: {finding.suppression.justification}]"
+        line += " " + paint("suppressed", _safe(note))
+    return line
+
+
+def _notification_line(notification: Notification, paint: _Paint) -> str:
+    label = str(notification.level)
+    parts = ["poolgate", paint(label, label)]
+    if notification.uri:
+        where = notification.uri
+        if notification.line > 0:
+            where += f":{notification.line}"
+            if notification.column > 0:
+                where += f":{notification.column}"
+        parts.append(_safe(where))
+    message = _safe(notification.message)
+    if notification.rule_id:
+        message += f" ({notification.rule_id})"
+    parts.append(message)
+    return ": ".join(parts)
+
+
+class _Paint:
+    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+
+    def __call__(self, style: str, text: str) -> str:
+        if not self._enabled:
+            return text
+        return f"{_STYLES[style]}{text}{_RESET}"
+
+
+def _safe(text: str) -> str:
+    r"""Show control characters as escapes (ESC becomes ``\x1b``): they must not drive a tty."""
+    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)

@@ -1,0 +1,162 @@
+"""Hand-built reports covering the cases every reporter must lay out.
+
+The findings are chosen for their edges: a violation with a field path, a
+suppressed one, a rule that errored, a live-cluster object, a document without
+identity whose rule is not in the catalog, and a file name that needs
+percent-encoding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Callable
+
+import pytest
+
+from scanner.findings import (
+    Finding,
+    Level,
+    Location,
+    Notification,
+    Outcome,
+    Suppression,
+    sort_findings,
+)
+from scanner.inventory import ObjectRef
+from scanner.reporters import Report, RunStats, writer_for
+from scanner.ruledoc import RuleDoc
+
+TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
+NODE = ObjectRef("v1", "Node", "", "gpu-node-1")
+
+RULES = (
+    RuleDoc(
+        id="PG103",
+        name="gpu-runtime-class",
+        level=Level.WARNING,
+        summary="GPU workloads use the nvidia RuntimeClass.",
+        description="Without the NVIDIA runtime the container cannot see the devices.",
+        remediation="Set spec.runtimeClassName: nvidia.",
+        subject="workload",
+        source="rules/PG103-gpu-runtime-class.yaml",
+        tags=("gpu", "runtime"),
+    ),
+    RuleDoc(
+        id="PG204",
+        name="pool-toleration",
+        level=Level.WARNING,
+        summary="GPU workloads tolerate their pool's taint.",
+        description="A pod without the pool toleration never schedules on the pool.",
+        remediation="Add the pool toleration.",
+        subject="workload",
+        source="rules/PG204-pool-toleration.yaml",
+    ),
+    RuleDoc(
+        id="PG301",
+        name="privileged-outside-operator",
+        level=Level.ERROR,
+        summary="Only the GPU Operator namespace may run privileged containers.",
+        description="A privileged container owns the node and every GPU on it.",
+        remediation="Drop privileged: true.",
+        subject="workload",
+        source="rules/PG301-privileged-outside-operator.yaml",
+        security_severity=8.0,
+        tags=("security", "gpu"),
+    ),
+    RuleDoc(
+        id="PG401",
+        name="node-pool-label",
+        level=Level.NOTE,
+        summary="GPU nodes carry a pool label.",
+        description="Unlabelled GPU nodes fall outside every pool contract.",
+        remediation="Label the node with its pool.",
+        subject="node",
+        source="rules/PG401-node-pool-label.yaml",
+    ),
+)
+
+FINDINGS = sort_findings(
+    [
+        Finding(
+            rule_id="PG301",
+            level=Level.ERROR,
+            message='container "cuda" runs privileged',
+            location=Location(
+                "k8s/train.yaml", 12, 9, "spec.template.spec.containers[0].securityContext"
+            ),
+            ref=TRAIN,
+        ),
+        Finding(
+            rule_id="PG204",
+            level=Level.WARNING,
+            message="no toleration for taint nvidia.com/gpu",
+            location=Location("k8s/train.yaml", 20, 7, "spec.template.spec.tolerations"),
+            ref=TRAIN,
+            suppression=Suppression("in-source", "pool is untainted during migration"),
+        ),
+        Finding(
+            rule_id="PG103",
+            level=Level.WARNING,
+            message="no such key: runtimeClassName",
+            location=Location("k8s/train.yaml", 5, 3, "spec.template.spec"),
+            ref=TRAIN,
+            outcome=Outcome.ERROR,
+        ),
+        Finding(
+            rule_id="PG401",
+            level=Level.NOTE,
+            message="node has no pool label",
+            location=Location("cluster://prod@eks/v1/Node/gpu-node-1", 1, 1, "metadata.labels"),
+            ref=NODE,
+            source_type="cluster",
+        ),
+        Finding(
+            rule_id="PG001",
+            level=Level.ERROR,
+            message="mapping values are not allowed here",
+            location=Location("bad dir/broken#1.yaml", 3, 14),
+            ref=None,
+        ),
+    ]
+)
+
+NOTIFICATIONS = (
+    Notification(Level.WARNING, "cannot read: permission denied", uri="k8s/secret.yaml"),
+    Notification(Level.NOTE, "rule disabled by config", rule_id="PG204"),
+)
+
+
+def _make_report(**changes: object) -> Report:
+    report = Report(
+        findings=FINDINGS,
+        notifications=NOTIFICATIONS,
+        rules=RULES,
+        tool_version="0.1.0",
+        repo_root="/work/repo with space",
+        stats=RunStats(files=4, objects=12, skipped_documents=2, subjects=10),
+    )
+    return dataclasses.replace(report, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def make_report() -> Callable[..., Report]:
+    """The standard report, with any ``Report`` field replaced by keyword."""
+    return _make_report
+
+
+@pytest.fixture
+def report() -> Report:
+    return _make_report()
+
+
+@pytest.fixture
+def render() -> Callable[[Report, str], str]:
+    """Run a format's registered writer into a string, the way the CLI would."""
+
+    def run(report: Report, fmt: str) -> str:
+        stream = io.StringIO()
+        writer_for(fmt)(report, stream)
+        return stream.getvalue()
+
+    return run

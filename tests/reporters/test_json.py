@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from scanner.reporters import Report
+
+Render = Callable[[Report, str], str]
+
+
+def _load(report: Report, render: Render) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(render(report, "json"))
+    return document
+
+
+def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
+    document = _load(report, render)
+    assert list(document) == ["version", "tool", "summary", "findings", "notifications"]
+    assert document["version"] == 1
+    assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}
+    assert document["summary"] == {
+        "findings": 3,
+        "errors": 2,
+        "warnings": 0,
+        "notes": 1,
+        "ruleErrors": 1,
+        "suppressed": 1,
+        "notifications": 2,
+        "files": 4,
+        "objects": 12,
+        "skippedDocuments": 2,
+    }
+
+
+def test_every_finding_is_listed_in_order_with_its_state(report: Report, render: Render) -> None:
+    findings = _load(report, render)["findings"]
+    assert [item["ruleId"] for item in findings] == ["PG001", "PG401", "PG103", "PG301", "PG204"]
+    privileged = findings[3]
+    assert privileged == {
+        "ruleId": "PG301",
+        "level": "error",
+        "message": 'container "cuda" runs privileged',
+        "outcome": "fail",
+        "location": {
+            "uri": "k8s/train.yaml",
+            "line": 12,
+            "column": 9,
+            "path": "spec.template.spec.containers[0].securityContext",
+        },
+        "object": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": "ml",
+            "name": "train",
+        },
+        "fingerprint": report.findings[3].fingerprint,
+        "suppression": None,
+    }
+    assert findings[0]["object"] is None
+    assert findings[2]["outcome"] == "error"
+    assert findings[4]["suppression"] == {
+        "kind": "in-source",
+        "justification": "pool is untainted during migration",
+    }
+
+
+def test_notifications_use_null_for_unknown_fields(report: Report, render: Render) -> None:
+    assert _load(report, render)["notifications"] == [
+        {
+            "level": "warning",
+            "message": "cannot read: permission denied",
+            "uri": "k8s/secret.yaml",
+            "line": None,
+            "column": None,
+            "ruleId": None,
+        },
+        {
+            "level": "note",
+            "message": "rule disabled by config",
+            "uri": None,
+            "line": None,
+            "column": None,
+            "ruleId": "PG204",
+        },
+    ]
+
+
+def test_output_is_deterministic_and_indented(report: Report, render: Render) -> None:
+    first = render(report, "json")
+    assert first == render(report, "json")
+    assert first.startswith('{\n  "version": 1,\n')
+    assert first.endswith("}\n")

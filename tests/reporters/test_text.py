@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scanner.findings import Finding, Level, Location
+from scanner.reporters import Report, RunStats
+
+Render = Callable[[Report, str], str]
+
+
+def test_findings_are_grouped_under_their_file(report: Report, render: Render) -> None:
+    lines = render(report, "text").splitlines()
+    assert lines[:8] == [
+        "bad dir/broken#1.yaml",
+        "bad dir/broken#1.yaml:3:14 error PG001 mapping values are not allowed here",
+        "",
+        "cluster://prod@eks/v1/Node/gpu-node-1",
+        "cluster://prod@eks/v1/Node/gpu-node-1:1:1 note PG401 node has no pool label",
+        "",
+        "k8s/train.yaml",
+        "k8s/train.yaml:5:3 rule-error PG103 no such key: runtimeClassName",
+    ]
+    assert lines[8] == 'k8s/train.yaml:12:9 error PG301 container "cuda" runs privileged'
+
+
+def test_notifications_then_summary_close_the_report(report: Report, render: Render) -> None:
+    lines = render(report, "text").splitlines()
+    assert lines[-5:] == [
+        "",
+        "poolgate: warning: k8s/secret.yaml: cannot read: permission denied",
+        "poolgate: note: rule disabled by config (PG204)",
+        "",
+        "3 findings (2 errors, 1 note) in 4 files, 12 objects; 1 suppressed finding hidden; "
+        "1 rule error (results incomplete)",
+    ]
+
+
+def test_suppressed_findings_are_hidden_by_default(report: Report, render: Render) -> None:
+    output = render(report, "text")
+    assert "PG204 no toleration" not in output
+    assert "1 suppressed finding hidden" in output
+
+
+def test_suppressed_findings_shown_on_request(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    output = render(make_report(show_suppressed=True), "text")
+    assert (
+        "k8s/train.yaml:20:7 warning PG204 no toleration for taint nvidia.com/gpu "
+        "[suppressed in-source: pool is untainted during migration]"
+    ) in output
+    assert "1 suppressed finding shown" in output
+    # Shown is not counted: the summary still has 3 findings.
+    assert output.splitlines()[-1].startswith("3 findings (2 errors, 1 note)")
+
+
+def test_verbose_counts_skipped_documents(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    assert "2 non-Kubernetes documents skipped" not in render(make_report(), "text")
+    assert "2 non-Kubernetes documents skipped" in render(make_report(verbose=True), "text")
+
+
+def test_colour_only_when_asked(make_report: Callable[..., Report], render: Render) -> None:
+    assert "\x1b[" not in render(make_report(), "text")
+    coloured = render(make_report(color=True), "text")
+    assert "\x1b[31merror\x1b[0m PG301" in coloured
+    assert "\x1b[35mrule-error\x1b[0m PG103" in coloured
+
+
+def test_clean_run_prints_only_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    report = make_report(findings=(), notifications=(), stats=RunStats(files=1, objects=3))
+    assert render(report, "text") == "no findings in 1 file, 3 objects\n"
+
+
+def test_control_characters_from_manifests_cannot_drive_the_terminal(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    hostile = Finding(
+        rule_id="PG301",
+        level=Level.ERROR,
+        message="name \x1b[2Jcleared\nfake line \u202eevil",
+        location=Location("k8s/x.yaml", 1, 1),
+        ref=None,
+    )
+    output = render(make_report(findings=(hostile,), notifications=()), "text")
+    assert "\x1b" not in output
+    assert "\u202e" not in output
+    assert r"name \x1b[2Jcleared\nfake line \u202eevil" in output
