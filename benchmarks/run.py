@@ -1,0 +1,468 @@
+"""The benchmark runner: ``python -m benchmarks [--quick]``.
+
+For each corpus size it generates the corpus into a temporary directory and,
+in the same run, measures the read floor, the libyaml compose floor (the
+baseline of DESIGN.md's performance budget) and ``poolgate scan`` as a
+subprocess with its peak RSS; medians of the repeats. Then a one-file scan
+(the pre-commit path), Checkov on 1,000 objects when it is installed, and
+``poolgate audit`` on a generated snapshot once that command exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import generate_corpus, write_corpus
+from benchmarks.emit import dump_stream
+from benchmarks.measure import ChildRun, has_libyaml, libyaml_floor, read_floor, run_child
+from benchmarks.snapshot import write_snapshot
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FULL_SIZES = (1_000, 10_000, 50_000)
+QUICK_SIZES = (1_000, 2_000)
+FULL_REPEATS = 3
+QUICK_REPEATS = 2
+FULL_SNAPSHOT = (5_000, 100_000)  # nodes, pods: DESIGN.md's budget line
+QUICK_SNAPSHOT = (500, 10_000)
+CHECKOV_SIZE = 1_000
+ONE_FILE_REPEATS = 5
+SCAN_OK = (0, 1)  # 1 = findings; anything else is a failure
+MARKER = ".poolgate-benchmark"  # marks --keep directories this runner may replace
+
+BUDGET = """\
+Budget (DESIGN.md, 2-core machine):
+  10,000-object corpus   <= 1.5x libyaml compose of the same files, same run (stretch <= 1.5 s)
+  snapshot 5k nodes/100k pods  <= 15 s wall, <= 2 GB peak (stretch <= 8 s)
+  one small file         <= 0.35 s wall including start-up (stretch <= 0.2 s)
+  vs Checkov             >= 15x faster on 1,000 objects (stretch >= 100x on 10,000)
+  growth                 linear in objects (1k -> 10k -> 50k)"""
+
+
+def _mb(n: float | None) -> str:
+    return "-" if n is None else f"{n / 1e6:.1f}"
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _per(x: float | None, k: float) -> str:
+    return "-" if x is None else f"{x / k:.3f}"
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+@dataclass
+class Measured:
+    """Medians (and raw runs) of one tool on one input."""
+
+    runs: list[float] = field(default_factory=list)
+    peak_rss: list[int] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return _median(self.runs)
+
+    @property
+    def rss(self) -> int | None:
+        return max(self.peak_rss) if self.peak_rss else None
+
+
+@dataclass
+class SizeResult:
+    objects: int
+    files: int
+    bytes: int
+    read: Measured = field(default_factory=Measured)
+    libyaml: Measured = field(default_factory=Measured)
+    poolgate: Measured = field(default_factory=Measured)
+
+
+@dataclass
+class Report:
+    machine: dict[str, Any]
+    sizes: list[SizeResult] = field(default_factory=list)
+    one_file: Measured | None = None
+    checkov: dict[str, Any] | None = None
+    audit: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+
+
+# ---- the poolgate command ---------------------------------------------------
+
+
+def _poolgate(*args: str) -> list[str]:
+    return [sys.executable, "-m", "scanner", *args]
+
+
+def command_available(name: str) -> tuple[bool, str]:
+    """Whether ``poolgate <name> --help`` works, and why not."""
+    run = run_child(_poolgate(name, "--help"), cwd=REPO_ROOT, timeout=60)
+    if run.returncode == 0:
+        return True, ""
+    return False, run.stderr_tail(1) or f"exit {run.returncode}"
+
+
+def _record(measured: Measured, run: ChildRun, ok: tuple[int, ...]) -> bool:
+    if run.timed_out or run.returncode not in ok:
+        why = "timed out" if run.timed_out else f"exit {run.returncode}"
+        measured.error = f"{why}: {run.stderr_tail()}"
+        return False
+    measured.runs.append(run.seconds)
+    if run.peak_rss is not None:
+        measured.peak_rss.append(run.peak_rss)
+    return True
+
+
+def time_command(argv: list[str], repeats: int, timeout: float, ok: tuple[int, ...]) -> Measured:
+    """Median wall time of ``argv``; stops at the first failing run."""
+    measured = Measured()
+    for _ in range(repeats):
+        if not _record(measured, run_child(argv, cwd=REPO_ROOT, timeout=timeout), ok):
+            break
+    return measured
+
+
+# ---- inputs -----------------------------------------------------------------
+
+
+@contextmanager
+def workdir(keep: Path | None, name: str) -> Iterator[Path]:
+    """A fresh directory: ``keep/name`` (kept) or a temporary one (removed)."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=f"poolgate-bench-{name}-") as tmp:
+            yield Path(tmp)
+        return
+    path = keep / name
+    if path.exists():
+        if not (path / MARKER).exists():
+            raise SystemExit(f"error: {path} exists and was not made by the benchmark; remove it")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / MARKER).write_text("generated by python -m benchmarks; safe to delete\n")
+    yield path
+
+
+def one_deployment(seed: int) -> str:
+    """A single small Deployment (the pre-commit case) from the corpus generator."""
+    for cf in generate_corpus(200, seed):
+        for obj in cf.objects:
+            if obj["kind"] == "Deployment":
+                return dump_stream([obj])
+    raise AssertionError("the generator made no Deployment")  # pragma: no cover
+
+
+def checkov_command() -> list[str] | None:
+    exe = shutil.which("checkov")
+    if exe:
+        return [exe]
+    if importlib.util.find_spec("checkov") is not None:
+        return [sys.executable, "-m", "checkov.main"]
+    return None
+
+
+# ---- the run ----------------------------------------------------------------
+
+
+def measure_size(
+    objects: int,
+    repeats: int,
+    args: argparse.Namespace,
+    scan_ok: bool,
+    report: Report,
+    say: Callable[..., None],
+) -> None:
+    with workdir(args.keep, f"corpus-{objects}") as work:
+        corpus = work / "corpus"
+        info = write_corpus(corpus, objects, args.seed)
+        result = SizeResult(info.objects, info.files, info.bytes)
+        report.sizes.append(result)
+        say(f"  {objects:>7,} objects: {info.files:,} files, {_mb(info.bytes)} MB", end="")
+        scan = None
+        if scan_ok:
+            out = work / "scan.json"
+            scan = _poolgate("scan", str(corpus), "--format", "json", "--output", str(out))
+        # Floors and poolgate alternate within each repeat, so a change in
+        # machine load affects both sides of the ratio alike.
+        for _ in range(repeats):
+            result.read.runs.append(read_floor(corpus))
+            floor = libyaml_floor(corpus, timeout=args.timeout)
+            if floor.documents != info.objects:
+                report.notes.append(
+                    f"libyaml composed {floor.documents} documents for {info.objects} objects"
+                )
+            result.libyaml.runs.append(floor.seconds)
+            if scan is not None and result.poolgate.error is None:
+                run = run_child(scan, cwd=REPO_ROOT, timeout=args.timeout)
+                report.failed |= not _record(result.poolgate, run, SCAN_OK)
+        say(f"; libyaml {_s(result.libyaml.seconds)} s", end="")
+        if scan is not None:
+            say(f"; poolgate {_s(result.poolgate.seconds)} s", end="")
+        say("")
+        if objects == CHECKOV_SIZE and args.checkov:
+            report.checkov = run_checkov(corpus, result, args, say)
+
+
+def run_checkov(
+    corpus: Path, result: SizeResult, args: argparse.Namespace, say: Callable[..., None]
+) -> dict[str, Any]:
+    cmd = checkov_command()
+    if cmd is None:
+        return {"available": False}
+    argv = [*cmd, "-d", str(corpus), "--framework", "kubernetes", "--quiet", "--compact"]
+    argv += ["-o", "json"]
+    say(f"  checkov on {result.objects:,} objects (one run; it is slow)...")
+    # Checkov exits 1 when checks fail; one run, as it takes ~10 s per 1,000 objects.
+    measured = time_command(argv, 1, args.timeout * 4, (0, 1))
+    return {
+        "available": True,
+        "objects": result.objects,
+        "seconds": measured.seconds,
+        "peak_rss": measured.rss,
+        "error": measured.error,
+        "poolgate_seconds": result.poolgate.seconds,
+    }
+
+
+def run_audit(args: argparse.Namespace, report: Report, say: Callable[..., None]) -> None:
+    ok, why = command_available("audit")
+    if not ok:
+        report.audit = {"available": False, "why": why}
+        return
+    nodes, pods = args.snapshot
+    with workdir(args.keep, f"snapshot-{nodes}-{pods}") as work:
+        snap = work / "snapshot.json"
+        info = write_snapshot(snap, nodes, pods, args.seed)
+        say(f"  audit: snapshot {nodes:,} nodes + {pods:,} pods, {_mb(info.bytes)} MB")
+        out = work / "audit.json"
+        argv = _poolgate("audit", "--snapshot", str(snap), "--format", "json", "--output", str(out))
+        measured = time_command(argv, args.repeats, args.timeout, SCAN_OK)
+        if measured.error:
+            report.failed = True
+        report.audit = {"available": True, "nodes": nodes, "pods": pods, "bytes": info.bytes}
+        report.audit |= {"seconds": measured.seconds, "runs": measured.runs}
+        report.audit |= {"peak_rss": measured.rss, "error": measured.error}
+
+
+def run(args: argparse.Namespace, say: Callable[..., None] = print) -> Report:
+    report = Report(machine=machine_info())
+    load, cpus = report.machine["loadavg_start"], report.machine["cpus"] or 1
+    if load and load[0] > cpus / 2:
+        report.notes.append(f"load average {load[0]} on {cpus} CPUs at start: timings are noisy")
+    if not has_libyaml():
+        raise SystemExit("error: PyYAML without libyaml (yaml.CSafeLoader); the baseline needs it")
+    scan_ok, why = command_available("scan")
+    if not scan_ok:
+        report.notes.append(f"poolgate scan: not available yet ({why})")
+        report.failed = True
+    say(
+        f"sizes {', '.join(f'{n:,}' for n in args.sizes)}; {args.repeats} repeats; seed {args.seed}"
+    )
+    for objects in args.sizes:
+        measure_size(objects, args.repeats, args, scan_ok, report, say)
+    if args.checkov and report.checkov is None:
+        if checkov_command() is None:
+            report.checkov = {"available": False}
+        else:  # the sizes skipped 1,000: make that corpus just for the comparison
+            extra = Report(machine={})
+            measure_size(CHECKOV_SIZE, min(args.repeats, 2), args, scan_ok, extra, say)
+            report.checkov = extra.checkov
+            report.failed |= extra.failed
+    if scan_ok:
+        with workdir(args.keep, "one-file") as work:
+            path = work / "deployment.yaml"
+            path.write_text(one_deployment(args.seed), encoding="utf-8")
+            argv = _poolgate(
+                "scan", str(path), "--format", "json", "--output", str(work / "o.json")
+            )
+            report.one_file = time_command(argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK)
+            if report.one_file.error:
+                report.failed = True
+    if args.audit:
+        run_audit(args, report, say)
+    report.machine["loadavg_end"] = _loadavg()
+    return report
+
+
+# ---- output -----------------------------------------------------------------
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    import yaml
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "pyyaml": yaml.__version__,
+        "libyaml": has_libyaml(),
+        "loadavg_start": _loadavg(),
+    }
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def format_report(report: Report) -> str:
+    m = report.machine
+    lines = [
+        f"python {m['python']} on {m['platform']}, {m['cpus']} CPUs, PyYAML {m['pyyaml']} "
+        f"(libyaml {m['libyaml']}), load average {m['loadavg_start']} -> {m.get('loadavg_end')}",
+        "",
+        f"{'objects':>8} {'files':>6} {'MB':>6} {'read s':>8} {'libyaml s':>10} "
+        f"{'poolgate s':>11} {'pg/libyaml':>11} {'peak RSS MB':>12}",
+    ]
+    for r in report.sizes:
+        pg = r.poolgate.seconds
+        pg_text = "FAILED" if r.poolgate.error and pg is None else _s(pg)
+        rss = "-" if r.poolgate.rss is None else f"{r.poolgate.rss / 2**20:.0f}"
+        lines.append(
+            f"{r.objects:>8,} {r.files:>6,} {_mb(r.bytes):>6} {_s(r.read.seconds):>8} "
+            f"{_s(r.libyaml.seconds):>10} {pg_text:>11} "
+            f"{_ratio(pg, r.libyaml.seconds):>11} {rss:>12}"
+        )
+    lines += ["", "growth (seconds per 1,000 objects):"]
+    for r in report.sizes:
+        k = r.objects / 1000
+        lines.append(
+            f"  {r.objects:>7,}: poolgate {_per(r.poolgate.seconds, k)}, "
+            f"libyaml {_per(r.libyaml.seconds, k)}"
+        )
+    lines.append("")
+    if report.one_file is not None:
+        one = report.one_file
+        text = f"{_s(one.seconds)} s (median of {len(one.runs)})" if one.runs else "FAILED"
+        lines.append(f"one small file (pre-commit, start-up included): {text}")
+    ck = report.checkov
+    if ck is None or not ck.get("available"):
+        lines.append("checkov: not installed")
+    elif ck.get("error"):
+        lines.append(f"checkov: failed ({ck['error']})")
+    else:
+        lines.append(
+            f"checkov on {ck['objects']:,} objects: {_s(ck['seconds'])} s; "
+            f"checkov/poolgate = {_ratio(ck['seconds'], ck['poolgate_seconds'])}"
+        )
+    au = report.audit
+    if au is None:
+        lines.append("audit: skipped (--no-audit)")
+    elif not au.get("available"):
+        lines.append("audit: not available yet")
+    else:
+        rss = "-" if au["peak_rss"] is None else f"{au['peak_rss'] / 2**20:.0f} MB"
+        state = f"failed ({au['error']})" if au["error"] else f"{_s(au['seconds'])} s"
+        lines.append(
+            f"audit --snapshot ({au['nodes']:,} nodes, {au['pods']:,} pods, "
+            f"{_mb(au['bytes'])} MB): {state}, peak RSS {rss}"
+        )
+    for r in report.sizes:
+        if r.poolgate.error:
+            lines.append(f"poolgate scan failed on {r.objects:,} objects: {r.poolgate.error}")
+    if report.one_file is not None and report.one_file.error:
+        lines.append(f"poolgate scan failed on one file: {report.one_file.error}")
+    lines += [f"note: {n}" for n in report.notes]
+    lines += ["", BUDGET]
+    return "\n".join(lines)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    data = asdict(report)
+    for size, raw in zip(report.sizes, data["sizes"], strict=True):
+        for tool in ("read", "libyaml", "poolgate"):
+            raw[tool]["median"] = getattr(size, tool).seconds
+    if report.one_file is not None:
+        data["one_file"]["median"] = report.one_file.seconds
+    return data
+
+
+# ---- command line -----------------------------------------------------------
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive integers")
+    return sizes
+
+
+def _snapshot(text: str) -> tuple[int, int]:
+    try:
+        nodes, pods = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NODESxPODS, got {text!r}") from None
+    return nodes, pods
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Measure poolgate against the read and libyaml floors (DESIGN.md budget).",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="sizes 1,000 and 2,000, 2 repeats (< 1 minute)"
+    )
+    parser.add_argument("--sizes", type=_sizes, help="comma-separated object counts")
+    parser.add_argument("--repeats", type=int, help="runs per measurement (median reported)")
+    parser.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
+    parser.add_argument("--keep", type=Path, help="write inputs under DIR and keep them")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to FILE")
+    parser.add_argument(
+        "--snapshot", type=_snapshot, help="audit snapshot size as NODESxPODS (default 5000x100000)"
+    )
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per run (default 900)")
+    parser.add_argument("--no-checkov", dest="checkov", action="store_false")
+    parser.add_argument("--no-audit", dest="audit", action="store_false")
+    args = parser.parse_args(argv)
+    if args.sizes is None:
+        args.sizes = list(QUICK_SIZES if args.quick else FULL_SIZES)
+    if args.repeats is None:
+        args.repeats = QUICK_REPEATS if args.quick else FULL_REPEATS
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    if args.snapshot is None:
+        args.snapshot = QUICK_SNAPSHOT if args.quick else FULL_SNAPSHOT
+    if args.keep is not None:
+        args.keep = args.keep.resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks; exit 1 when poolgate is missing or a run failed."""
+    args = parse_args(argv)
+
+    def say(*parts: object, end: str = "\n") -> None:
+        print(*parts, end=end, file=sys.stderr, flush=True)
+
+    report = run(args, say)
+    print(format_report(report))
+    if args.json is not None:
+        args.json.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
+    return 1 if report.failed else 0
