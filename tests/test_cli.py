@@ -244,3 +244,26 @@ def test_cel_engine_option(engine: str, tmp_path: Path) -> None:
     result = poolgate("scan", "p.yaml", "--cel-engine", engine, "--format", "json", cwd=tmp_path)
     assert result.returncode == 1
     assert {f["ruleId"] for f in json.loads(result.stdout)["findings"]} == {"PG301"}
+
+
+def test_sarif_regions_are_the_lines_of_the_offending_fields(tmp_path: Path) -> None:
+    out = tmp_path / "demo.sarif"
+    result = poolgate("scan", "fixtures/demo", "--format", "sarif", "--output", str(out))
+    assert result.returncode == 1, result.stderr
+    run = json.loads(out.read_text())["runs"][0]
+    regions = {
+        (
+            r["ruleId"],
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
+        for r in run["results"]
+    }
+    assert ("PG301", "fixtures/demo/inference/llm-server.yaml", 72) in regions
+    assert ("PG107", "fixtures/demo/training/pytorch-train.yaml", 92) in regions
+    lines = (DEMO / "inference" / "llm-server.yaml").read_text().splitlines()
+    assert lines[72 - 1].strip() == "privileged: true"
+    for r in run["results"]:
+        assert r["partialFingerprints"]
+        assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+        assert "/" in r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,24 @@ def test_sarif_output_passes_github_and_sarif_rules(
         # that does not fit a manifest scanner. Errors and warnings must not.
         serious = [r for r in results[name] if r.get("level", "warning") in {"error", "warning"}]
         assert not serious, f"{name}:\n{_describe(serious)}"
+
+
+def test_demo_scan_sarif_passes_multitool(tmp_path: Path) -> None:
+    """The acceptance check: ``poolgate scan fixtures/demo --format sarif`` as a user runs it."""
+    root = Path(__file__).parents[2]
+    output = tmp_path / "demo.sarif"
+    completed = subprocess.run(
+        [sys.executable, "-m", "scanner", "scan", "fixtures/demo", "--format", "sarif",
+         "--output", str(output)],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr
+    log = json.loads(output.read_text(encoding="utf-8"))
+    assert log["runs"][0]["results"], "the demo has findings"
+    canary = {key: value for key, value in log.items() if key != "$schema"}
+    results = _validate(tmp_path, {"demo.sarif": log, "canary.sarif": canary})
+    assert "SARIF2008" in {r["ruleId"] for r in results["canary.sarif"]}
+    serious = [
+        r for r in results["demo.sarif"] if r.get("level", "warning") in {"error", "warning"}
+    ]
+    assert not serious, _describe(serious)
