@@ -163,6 +163,13 @@ def collector_paused() -> Iterator[None]:
     position tuples), and each allocation burst makes the collector rescan the
     growing heap: 10,000 composed trees took 10.1 s with it and 3.5 s without.
     Sources that read many files hold the pause across all of them.
+
+    On the way out, the outermost pause moves every tracked object to the permanent
+    generation (``gc.freeze``) before re-enabling collection. Otherwise the next
+    collection traverses everything loaded in one go (17.7 MB in 1,269 files: about
+    2 s of 9.6 s), and later full collections during evaluation do it again. The cost
+    is process-wide: objects alive now are never cycle-collected (plain reference
+    counting still frees them), which suits a scan that keeps its inventory to the end.
     """
     was_enabled = gc.isenabled()
     if was_enabled:
@@ -171,6 +178,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
             gc.enable()
 
 

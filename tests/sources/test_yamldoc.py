@@ -695,6 +695,7 @@ def test_collector_state_is_restored() -> None:
     assert gc.isenabled()
     parse(DEPLOYMENT)
     assert gc.isenabled()
+    assert gc.get_freeze_count() > 0  # what was loaded is out of the collector's way
     gc.disable()
     try:
         parse(DEPLOYMENT)
