@@ -22,6 +22,8 @@ class RunStats:
     skipped_documents: int = 0
     """Documents that are not Kubernetes objects (skipped quietly)."""
     subjects: int = 0
+    baselined: int = 0
+    """Findings left out because a ``--baseline`` file already holds them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ _MODULES = {
     "json": "scanner.reporters.json",
     "sarif": "scanner.reporters.sarif",
     "github": "scanner.reporters.github",
+    "junit": "scanner.reporters.junit",
 }
 
 FORMATS: tuple[str, ...] = tuple(_MODULES)

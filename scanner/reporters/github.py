@@ -41,6 +41,7 @@ def write(report: Report, stream: TextIO) -> None:
         objects=report.stats.objects,
         suppressed_shown=report.show_suppressed,
         skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        baselined=report.stats.baselined,
     )
     stream.write(f"poolgate: {summary}\n")
 

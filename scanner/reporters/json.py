@@ -12,6 +12,7 @@ findings in the run's deterministic order, indented by 2::
         "errors": 2, "warnings": 1, "notes": 0,
         "ruleErrors": 1,          # rules that could not be evaluated (run incomplete)
         "suppressed": 1,          # suppressed findings of any outcome
+        "baselined": 0,           # left out: already in the --baseline file
         "notifications": 1,
         "files": 4, "objects": 12, "skippedDocuments": 0
       },
@@ -71,6 +72,7 @@ def to_document(report: Report) -> dict[str, Any]:
             "notes": counts.notes,
             "ruleErrors": counts.rule_errors,
             "suppressed": counts.suppressed,
+            "baselined": report.stats.baselined,
             "notifications": len(report.notifications),
             "files": report.stats.files,
             "objects": report.stats.objects,

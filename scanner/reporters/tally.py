@@ -65,6 +65,7 @@ def summary_line(
     objects: int,
     suppressed_shown: bool,
     skipped_documents: int | None = None,
+    baselined: int = 0,
 ) -> str:
     """One line a person reads last: what was found, where, and what was left out.
 
@@ -91,6 +92,8 @@ def summary_line(
     if counts.suppressed:
         shown = "shown" if suppressed_shown else "hidden"
         extras.append(f"{plural(counts.suppressed, 'suppressed finding')} {shown}")
+    if baselined:
+        extras.append(f"{plural(baselined, 'finding')} in the baseline hidden")
     if counts.rule_errors:
         extras.append(f"{plural(counts.rule_errors, 'rule error')} (results incomplete)")
     if skipped_documents is not None:

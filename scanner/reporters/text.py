@@ -64,6 +64,7 @@ def write(report: Report, stream: TextIO) -> None:
         objects=report.stats.objects,
         suppressed_shown=report.show_suppressed,
         skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        baselined=report.stats.baselined,
     )
     style = "error" if counts.errors else "warning" if counts.findings else "header"
     stream.write(paint(style, summary) + "\n")

@@ -22,6 +22,7 @@ from typing import Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError
+from scanner.sources.rendered import enclosing_root, render_kind
 from scanner.sources.yamldoc import collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
@@ -54,8 +55,14 @@ def load_paths(
     stdin: TextIO | None = None,
     *,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    render_roots: list[Path] | None = None,
 ) -> Inventory:
     """Read and parse every manifest under ``paths``.
+
+    With ``render_roots``, Helm charts and Kustomizations are not read file by file:
+    a directory holding one (``rendered.render_kind``) is appended to the list instead
+    of being walked, and so is the nearest one enclosing a file named on the command
+    line (pre-commit names chart templates one by one). The caller renders them.
 
     URIs are POSIX paths relative to ``repo_root`` for files under it, absolute paths
     otherwise, and ``<stdin>`` for ``-``. ``inventory.files`` counts every input found,
@@ -76,7 +83,13 @@ def load_paths(
                 _load_stdin(stdin if stdin is not None else sys.stdin, max_file_size, inventory)
                 continue
             target = Path(os.path.abspath(path))
-            files = _walk(target, root, inventory) if target.is_dir() else [target]
+            if target.is_dir():
+                files = _walk(target, root, inventory, render_roots)
+            elif render_roots is not None and (chart := enclosing_root(target, root)):
+                render_roots.append(chart)
+                continue
+            else:
+                files = [target]
             for file in files:
                 if file in seen:  # named twice, or named and inside a named directory
                     continue
@@ -130,7 +143,9 @@ def _read(path: Path, max_file_size: int) -> str:
         raise _Unreadable(_not_utf8(error, data)) from error
 
 
-def _walk(top: Path, repo_root: Path, inventory: Inventory) -> list[Path]:
+def _walk(
+    top: Path, repo_root: Path, inventory: Inventory, render_roots: list[Path] | None = None
+) -> list[Path]:
     """Manifest files under ``top`` in a stable order (sorted by path components)."""
     allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(repo_root))]
     found: list[Path] = []
@@ -143,6 +158,9 @@ def _walk(top: Path, repo_root: Path, inventory: Inventory) -> list[Path]:
         except OSError as error:
             message = f"cannot list directory: {_os_message(error)}"
             inventory.read_errors.append(ReadError(_uri(directory, repo_root), message))
+            continue
+        if render_roots is not None and render_kind([entry.name for entry in entries]):
+            render_roots.append(directory)
             continue
         for entry in entries:
             if entry.name.startswith("."):

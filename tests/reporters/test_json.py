@@ -26,6 +26,7 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
         "notes": 1,
         "ruleErrors": 1,
         "suppressed": 1,
+        "baselined": 0,
         "notifications": 2,
         "files": 4,
         "objects": 12,

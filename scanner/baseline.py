@@ -1,0 +1,146 @@
+"""Baselines: accept the findings a repository already has, report only new ones.
+
+``poolgate scan --write-baseline FILE`` records the fingerprint of every current
+finding; ``--baseline FILE`` drops findings whose fingerprint is recorded. A
+fingerprint is rule id + object identity + field path (``Finding.fingerprint``),
+never a line number, so edits that only move lines keep old findings baselined,
+and moving an object to another file does too.
+
+What is never baselined, because hiding it would hide a problem with the run
+rather than accepted debt: rule errors (outcome ``error``) and findings that say
+an input could not be read (``incomplete_rules``, PG001). Suppressed findings are
+not baselined either; they already carry their own justification.
+
+The file is JSON with entries sorted for small diffs; ``ruleId``, ``uri`` and
+``message`` are only there for people reviewing the file::
+
+    {
+      "version": 1,
+      "tool": {"name": "poolgate", "version": "0.1.0"},
+      "fingerprints": [
+        {"fingerprint": "<32 hex>", "ruleId": "PG301", "uri": "k8s/a.yaml",
+         "message": "container \\"agent\\" runs privileged"}
+      ]
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from scanner.errors import UsageError
+from scanner.findings import Finding, Outcome
+
+BASELINE_VERSION = 1
+_FINGERPRINT = re.compile(r"^[0-9a-f]{32}$")
+
+
+def eligible(finding: Finding, incomplete_rules: Collection[str]) -> bool:
+    """Whether ``finding`` may be recorded in (and hidden by) a baseline."""
+    return (
+        finding.suppression is None
+        and finding.outcome is Outcome.FAIL
+        and finding.rule_id not in incomplete_rules
+    )
+
+
+def fingerprints(findings: Iterable[Finding], incomplete_rules: Collection[str]) -> frozenset[str]:
+    """The fingerprints a baseline written now would hold."""
+    return frozenset(
+        finding.fingerprint for finding in findings if eligible(finding, incomplete_rules)
+    )
+
+
+def split(
+    findings: Sequence[Finding], known: Collection[str], incomplete_rules: Collection[str]
+) -> tuple[list[Finding], int]:
+    """(findings to report, how many were dropped because their fingerprint is known)."""
+    kept: list[Finding] = []
+    dropped = 0
+    for finding in findings:
+        if eligible(finding, incomplete_rules) and finding.fingerprint in known:
+            dropped += 1
+        else:
+            kept.append(finding)
+    return kept, dropped
+
+
+def document(
+    findings: Iterable[Finding], tool_version: str, incomplete_rules: Collection[str]
+) -> dict[str, Any]:
+    """The baseline file's content: one entry per distinct fingerprint, sorted."""
+    entries: dict[str, dict[str, str]] = {}
+    for finding in findings:
+        if not eligible(finding, incomplete_rules) or finding.fingerprint in entries:
+            continue
+        entries[finding.fingerprint] = {
+            "fingerprint": finding.fingerprint,
+            "ruleId": finding.rule_id,
+            "uri": finding.location.uri,
+            "message": finding.message,
+        }
+    ordered = sorted(
+        entries.values(), key=lambda entry: (entry["uri"], entry["ruleId"], entry["fingerprint"])
+    )
+    return {
+        "version": BASELINE_VERSION,
+        "tool": {"name": "poolgate", "version": tool_version},
+        "fingerprints": ordered,
+    }
+
+
+def write(content: dict[str, Any], stream: TextIO) -> None:
+    stream.write(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+
+
+def load(path: Path) -> frozenset[str]:
+    """The fingerprints recorded in a baseline file.
+
+    Every problem is a ``UsageError`` naming the file (and the entry), raised before
+    the scan starts.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"--baseline {path}: no such file",
+            hint="create one with --write-baseline FILE",
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise UsageError(f"--baseline {path}: cannot read: {reason}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--baseline {path}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
+        ) from None
+    return _fingerprints_of(data, path)
+
+
+def _fingerprints_of(data: object, path: Path) -> frozenset[str]:
+    if not isinstance(data, dict):
+        raise UsageError(f"--baseline {path}: not a poolgate baseline (expected a JSON object)")
+    version = data.get("version")
+    if version != BASELINE_VERSION:
+        raise UsageError(
+            f"--baseline {path}: unsupported baseline version {version!r}",
+            hint=f"poolgate reads version {BASELINE_VERSION}; write it again: --write-baseline",
+        )
+    entries = data.get("fingerprints")
+    if not isinstance(entries, list):
+        raise UsageError(f"--baseline {path}: 'fingerprints' must be a list")
+    found: set[str] = set()
+    for index, entry in enumerate(entries):
+        value = entry.get("fingerprint") if isinstance(entry, dict) else None
+        if not isinstance(value, str) or not _FINGERPRINT.match(value):
+            raise UsageError(
+                f"--baseline {path}: fingerprints[{index}] has no valid 'fingerprint' "
+                "(32 lower-case hex digits)"
+            )
+        found.add(value)
+    return frozenset(found)

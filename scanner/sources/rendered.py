@@ -1,0 +1,270 @@
+"""Rendered sources: Helm charts and Kustomizations, found by their marker files.
+
+A directory holding ``Chart.yaml`` is a Helm chart, one holding
+``kustomization.yaml`` (``.yml``, ``Kustomization``) a Kustomization. Their files
+are not manifests to read one by one (chart templates are not even YAML): the
+directory is rendered once by its tool (``helm.py``, ``kustomize.py``) and the
+output is parsed like any other manifest text. This module holds what both
+renderers share: finding such directories, running the tool safely, and turning
+rendered objects back into objects whose URIs name the repository file they came
+from instead of a temporary path.
+
+Positions. Rendered text is not the file in the repository, so a line of the
+rendered output means nothing in the file a reviewer opens. Each renderer gives
+every object a position in its source file instead (``SourceSpot``) and every
+finding on that object points there: see ``helm.py`` and ``kustomize.py`` for
+how each one finds it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Final
+
+from scanner.inventory import InvalidDocument, Inventory, KubeObject, LineMap, Origin, ReadError
+
+HELM: Final = "helm"
+KUSTOMIZE: Final = "kustomize"
+CHART_FILE: Final = "Chart.yaml"
+KUSTOMIZATION_FILES: Final = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+RENDER_TIMEOUT: Final = 300.0
+"""Seconds one render may take (a large chart with many subcharts renders in seconds)."""
+_MESSAGE_LIMIT: Final = 300
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    """What the command line passes to the renderers (``--helm-values``, ``--helm-set``)."""
+
+    helm_values: Sequence[str] = ()
+    """Values files, in order, for every chart (``helm template -f``)."""
+    helm_set: Sequence[str] = ()
+    """``KEY=VAL`` overrides for every chart (``helm template --set``)."""
+    helm_namespace: str = "default"
+    """The release namespace (``helm template --namespace``)."""
+    timeout: float = RENDER_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpot:
+    """Where a rendered object is shown: a repository URI and a 1-based line there.
+
+    ``lines`` optionally maps field paths to positions in that file (Kustomize
+    resources are real YAML files); without it every field points at ``line``.
+    """
+
+    uri: str
+    line: int = 1
+    lines: LineMap | None = None
+
+
+def render_kind(names: Collection[str]) -> str | None:
+    """``kustomize`` or ``helm`` for a directory holding ``names``, else ``None``.
+
+    A directory with both is built by Kustomize: the kustomization is the outer
+    build (it would inflate the chart itself, given ``--enable-helm``).
+    """
+    if any(name in names for name in KUSTOMIZATION_FILES):
+        return KUSTOMIZE
+    if CHART_FILE in names:
+        return HELM
+    return None
+
+
+def directory_kind(directory: Path) -> str | None:
+    """``render_kind`` of an existing directory, by looking for its marker files."""
+    return render_kind(
+        [name for name in (*KUSTOMIZATION_FILES, CHART_FILE) if (directory / name).is_file()]
+    )
+
+
+def enclosing_root(file: Path, repo_root: Path) -> Path | None:
+    """The nearest directory at or above ``file``'s, up to ``repo_root``, that is rendered.
+
+    A chart template or a kustomize resource named on the command line (as
+    pre-commit does) is scanned by rendering its chart or kustomization: a
+    template on its own is not YAML, and a resource on its own misses its overlay.
+    Files outside ``repo_root`` are never routed.
+    """
+    root = Path(os.path.abspath(repo_root))
+    here = Path(os.path.abspath(file)).parent
+    if here != root and root not in here.parents:
+        return None
+    for directory in (here, *here.parents):
+        if directory_kind(directory) is not None:
+            return directory
+        if directory == root:
+            break
+    return None
+
+
+def render_directories(roots: Sequence[Path], repo_root: Path, options: RenderOptions) -> Inventory:
+    """Render every chart and kustomization in ``roots`` (each once) into one inventory."""
+    from scanner.sources import helm, kustomize
+
+    inventory = Inventory()
+    for root in dict.fromkeys(Path(os.path.abspath(path)) for path in roots):
+        kind = directory_kind(root)
+        if kind == HELM:
+            inventory.extend(helm.render(root, repo_root, options))
+        elif kind == KUSTOMIZE:
+            inventory.extend(kustomize.render(root, repo_root, options))
+    return inventory
+
+
+def repo_uri(path: Path, repo_root: Path) -> str:
+    """POSIX path relative to ``repo_root``, or absolute for a path outside it."""
+    absolute = Path(os.path.abspath(path))
+    for candidate, root in (
+        (absolute, Path(os.path.abspath(repo_root))),
+        # Renderers report resolved paths; the root may be spelled through a link.
+        (Path(os.path.realpath(path)), Path(os.path.realpath(repo_root))),
+    ):
+        try:
+            return candidate.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return absolute.as_posix()
+
+
+def not_installed(uri: str, what: str, tools: str, install_url: str) -> ReadError:
+    """The notification for a directory that cannot be rendered here; the run is incomplete."""
+    return ReadError(
+        uri,
+        f"{what} not rendered: {tools} is not installed ({install_url}); scanned nothing in it",
+    )
+
+
+class RenderFailed(Exception):
+    """The renderer could not be run or exited with an error; the message says why."""
+
+
+def run_tool(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float) -> str:
+    """Run a renderer and return its standard output; ``RenderFailed`` otherwise.
+
+    No shell; the tool is resolved on PATH by the caller. Output is text (UTF-8);
+    the error message is the tool's last line of standard error, capped.
+    """
+    try:
+        done = subprocess.run(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise RenderFailed(f"{Path(argv[0]).name} did not finish in {timeout:g} s") from None
+    except OSError as error:
+        raise RenderFailed(f"cannot run {argv[0]}: {error.strerror or error}") from None
+    if done.returncode != 0:
+        raise RenderFailed(_last_line(done.stderr) or f"exit status {done.returncode}")
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RenderFailed("rendered output is not valid UTF-8") from None
+
+
+def _last_line(stderr: bytes) -> str:
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    text = lines[-1].removeprefix("Error: ").removeprefix("error: ")
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment for a renderer: ours, minus what could load plugins, plus ``extra``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("HELM_", "KUSTOMIZE_"))
+    }
+    env.update(extra)
+    return env
+
+
+def which(*names: str) -> str | None:
+    """The first of ``names`` found on PATH (absolute path), or ``None``."""
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="poolgate-render-")
+
+
+def link_escapes(top: Path, allowed: Path) -> Path | None:
+    """A symbolic link under ``top`` whose target is outside ``allowed``, if any.
+
+    Renderers follow links; a link in an untrusted pull request must not pull
+    files of the machine (credentials, keys) into rendered output.
+    """
+    allowed_real = Path(os.path.realpath(allowed))
+    for directory, subdirectories, files in os.walk(top, followlinks=False):
+        for name in (*subdirectories, *files):
+            path = Path(directory, name)
+            if path.is_symlink():
+                target = Path(os.path.realpath(path))
+                if target != allowed_real and allowed_real not in target.parents:
+                    return path
+    return None
+
+
+def remap(
+    rendered: Inventory,
+    spot_for: Callable[[KubeObject | None, int], SourceSpot],
+    source_type: str,
+) -> Inventory:
+    """Objects and invalid documents of ``rendered`` re-homed to their source files.
+
+    ``spot_for(obj, rendered_line)`` names the source file and line of an object (or,
+    for an invalid document without an object, of the rendered line it starts on).
+    ``files`` counts the distinct source files that produced something.
+    """
+    result = Inventory(skipped=rendered.skipped, read_errors=list(rendered.read_errors))
+    by_start: dict[tuple[int, int], KubeObject] = {}
+    uris: set[str] = set()
+    for obj in rendered.objects:
+        spot = spot_for(obj, obj.origin.line)
+        origin = replace(
+            obj.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+        )
+        lines = spot.lines if spot.lines is not None else LineMap(positions={})
+        moved = replace(obj, origin=origin, lines=lines)
+        by_start[(obj.origin.document_index, obj.origin.line)] = moved
+        result.objects.append(moved)
+        uris.add(spot.uri)
+    for document in rendered.invalid:
+        owner = by_start.get((document.origin.document_index, document.origin.line))
+        if owner is not None:
+            line, column = owner.position(document.path)
+            origin = owner.origin
+        else:
+            spot = spot_for(None, document.line)
+            line, column = spot.line, 1
+            origin = replace(
+                document.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+            )
+        result.invalid.append(_moved_document(document, origin, line, column))
+        uris.add(origin.uri)
+    result.files = len(uris)
+    return result
+
+
+def _moved_document(
+    document: InvalidDocument, origin: Origin, line: int, column: int
+) -> InvalidDocument:
+    return replace(document, origin=origin, line=line, column=column)
