@@ -1,0 +1,272 @@
+"""NVIDIA device-plugin sharing configs and the ClusterPolicy that selects them.
+
+RULES.md ("Sharing mode"): a node label ``nvidia.com/device-plugin.config=<key>``
+selects key ``<key>`` of the ConfigMap named by ClusterPolicy
+``spec.devicePlugin.config.name`` (default key ``spec.devicePlugin.config.default``).
+Each value is YAML ``version: v1`` with ``sharing.timeSlicing`` or ``sharing.mps``
+(``renameByDefault``, ``failRequestsGreaterThanOne``, ``resources[] {name, replicas}``)
+and ``flags.migStrategy``. The device plugin's own schema is the reference:
+replicas below 2 do not share, time-slicing and MPS exclude each other, MPS does not
+work on MIG devices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scanner.inventory import KubeObject, Position, join_path
+from scanner.model.index import ObjectIndex
+from scanner.sources.yamldoc import parse_plain
+
+CLUSTER_POLICY = "ClusterPolicy"
+_KNOWN_RESOURCE = re.compile(r"^nvidia\.com/(?:gpu|mig-\d+g\.\d+gb(?:\+me)?)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What the cluster's ClusterPolicy says about the device plugin, if one is in scope."""
+
+    policy: KubeObject | None
+    config_name: str
+    default_key: str
+    mig_strategy: str
+
+
+def cluster_setup(index: ObjectIndex) -> Setup:
+    policies = [
+        obj for obj in index.kind(CLUSTER_POLICY) if obj.api_version.startswith("nvidia.com/")
+    ]
+    if not policies:
+        return Setup(None, "", "", "")
+    policy = policies[0]
+    spec = _map(policy.body.get("spec"))
+    config = _map(_map(spec.get("devicePlugin")).get("config"))
+    return Setup(
+        policy,
+        _text(config.get("name")),
+        _text(config.get("default")),
+        _text(_map(spec.get("mig")).get("strategy")),
+    )
+
+
+def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
+    """ConfigMaps that hold device-plugin configs: the one ClusterPolicy names, and any
+    ConfigMap whose values parse as a device-plugin config (Helm installs of the plugin)."""
+    found = []
+    for obj in index.kind("ConfigMap"):
+        if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj):
+            found.append(obj)
+    return found
+
+
+def _looks_like_config(obj: KubeObject) -> bool:
+    for value in _map(obj.body.get("data")).values():
+        if (
+            isinstance(value, str)
+            and "version:" in value
+            and ("sharing:" in value or "flags:" in value)
+        ):
+            return True
+    return False
+
+
+def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, Any]:
+    """One ConfigMap data value as facts. ``line`` is the file line of the data key;
+    a block scalar's content starts on the next line, so embedded positions are offset
+    from there (``*Line`` facts are absolute file lines, 0 when unknown)."""
+    entry: dict[str, Any] = {
+        "key": key,
+        "path": join_path(data_path, key),
+        "line": line,
+        "valid": False,
+        "error": "",
+        "version": "",
+        "mode": "exclusive",
+        "timeSlicing": False,
+        "mps": False,
+        "renameByDefault": False,
+        "renameLine": 0,
+        "failRequestsGreaterThanOne": False,
+        "failLine": 0,
+        "sharingLine": line,
+        "migStrategy": "",
+        "resources": [],
+    }
+    if not isinstance(text, str):
+        entry["error"] = "value is not a string"
+        return entry
+    documents, problems = parse_plain(text)
+    base = line if "\n" in text.strip() else line - 1
+
+    def at(positions: Mapping[str, Position], path: str) -> int:
+        """The file line of ``path`` inside the value; 0 when the value has no such field."""
+        position = positions.get(path)
+        if position is None:
+            return 0
+        return base + position[0] if "\n" in text.strip() else line
+
+    if problems:
+        message, problem_line, _ = problems[0]
+        entry["error"] = f"does not parse: {message}"
+        # Errors at the end of the value are reported past its last line.
+        last = len(text.splitlines())
+        entry["errorLine"] = base + min(problem_line, last) if "\n" in text.strip() else line
+        return entry
+    if len(documents) != 1 or not isinstance(documents[0][0], Mapping):
+        entry["error"] = "is not a YAML mapping"
+        return entry
+    body, positions = documents[0]
+    entry["version"] = _text(body.get("version"))
+    flags = _map(body.get("flags"))
+    entry["migStrategy"] = _text(flags.get("migStrategy"))
+    sharing = _map(body.get("sharing"))
+    entry["sharingLine"] = at(positions, "sharing") or line
+    time_slicing = sharing.get("timeSlicing")
+    mps = sharing.get("mps")
+    entry["timeSlicing"] = isinstance(time_slicing, Mapping)
+    entry["mps"] = isinstance(mps, Mapping)
+    chosen_key = "timeSlicing" if entry["timeSlicing"] else "mps" if entry["mps"] else ""
+    chosen = _map(sharing.get(chosen_key)) if chosen_key else {}
+    prefix = f"sharing.{chosen_key}"
+    entry["renameByDefault"] = chosen.get("renameByDefault") is True
+    entry["renameLine"] = at(positions, f"{prefix}.renameByDefault") if chosen_key else 0
+    entry["failRequestsGreaterThanOne"] = chosen.get("failRequestsGreaterThanOne") is True
+    entry["failLine"] = at(positions, f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
+    resources: list[dict[str, Any]] = []
+    for index, resource in enumerate(_list(chosen.get("resources"))):
+        resource = _map(resource)
+        name = _text(resource.get("name"))
+        replicas = resource.get("replicas")
+        resources.append(
+            {
+                "name": name,
+                "known": bool(_KNOWN_RESOURCE.match(name)),
+                "replicas": replicas
+                if isinstance(replicas, int) and not isinstance(replicas, bool)
+                else 0,
+                "subpath": f"{prefix}.resources[{index}]",
+                "line": at(positions, f"{prefix}.resources[{index}]") or line,
+                "replicasLine": at(positions, f"{prefix}.resources[{index}].replicas")
+                or at(positions, f"{prefix}.resources[{index}]")
+                or line,
+            }
+        )
+    entry["resources"] = resources
+    shares = any(resource["replicas"] >= 2 for resource in resources)
+    if entry["timeSlicing"] and shares:
+        entry["mode"] = "time-slicing"
+    elif entry["mps"] and shares:
+        entry["mode"] = "mps"
+    entry["valid"] = True
+    return entry
+
+
+def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
+    """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
+    ``resources``: every sharing resource of every valid entry, with its entry's key."""
+    data = _map(obj.body.get("data"))
+    entries = []
+    for key in sorted(data):
+        path = join_path("data", key)
+        entries.append(parse_entry(key, data[key], "data", obj.position(path)[0]))
+    return {
+        "name": obj.name,
+        "namespace": obj.namespace,
+        "resources": [
+            # The path names the field inside the embedded document, for the
+            # fingerprint; the finding's position comes from ``line``.
+            {**resource, "key": entry["key"], "path": f"{entry['path']}:{resource['subpath']}"}
+            for entry in entries
+            if entry["valid"]
+            for resource in entry["resources"]
+        ],
+        "referenced": bool(setup.config_name) and obj.name == setup.config_name,
+        "defaultKey": setup.default_key if obj.name == setup.config_name else "",
+        "entries": entries,
+        "keys": sorted(data),
+    }
+
+
+def entries_by_key(
+    configs: Sequence[Mapping[str, Any]], setup: Setup
+) -> dict[str, Mapping[str, Any]]:
+    """The entries node labels select: those of the ConfigMap ClusterPolicy names.
+
+    Without a ClusterPolicy in scope, a single device-plugin ConfigMap is taken as the
+    one in use (Helm installs of the plugin); with several, none is assumed.
+    """
+    chosen = [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
+    return {entry["key"]: entry for config in chosen for entry in config["entries"]}
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def cluster_facts(
+    setup: Setup,
+    configs: Sequence[tuple[KubeObject, Mapping[str, Any]]],
+    nodes: Sequence[tuple[KubeObject, Mapping[str, Any]]],
+    entries: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """``cluster.devicePlugin``: what ClusterPolicy names, whether it exists in scope, and
+    ``dangling``: object ref -> [{message, path}] for references to configs that are not
+    there (PG206).
+
+    Absence of evidence: a ConfigMap ClusterPolicy names counts as missing only when
+    other device-plugin ConfigMaps are in scope; a key counts as missing only when the
+    ConfigMap that should hold it is in scope.
+    """
+    named = [facts for obj, facts in configs if setup.config_name and obj.name == setup.config_name]
+    dangling: dict[str, list[dict[str, str]]] = {}
+    if setup.policy is not None:
+        policy_ref = setup.policy.ref.logical_name
+        config_path = "spec.devicePlugin.config"
+        if setup.config_name and not named and configs:
+            dangling.setdefault(policy_ref, []).append(
+                {
+                    "message": f"ClusterPolicy names device-plugin ConfigMap {setup.config_name}, "
+                    f"but the device-plugin ConfigMaps in scope are "
+                    f"{', '.join(sorted(obj.name for obj, _ in configs))}",
+                    "path": f"{config_path}.name",
+                }
+            )
+        if named and setup.default_key and setup.default_key not in named[0]["keys"]:
+            dangling.setdefault(policy_ref, []).append(
+                {
+                    "message": f"ClusterPolicy default device-plugin config key "
+                    f"{setup.default_key} is not in ConfigMap {setup.config_name}",
+                    "path": f"{config_path}.default",
+                }
+            )
+    if entries:
+        for obj, facts in nodes:
+            key = facts.get("devicePluginConfig", "")
+            if key and key not in entries:
+                dangling.setdefault(obj.ref.logical_name, []).append(
+                    {
+                        "message": f"{obj.kind} {obj.name} selects device-plugin config {key}, "
+                        f"which the config map does not have (keys: {', '.join(sorted(entries))})",
+                        "path": str(facts["devicePluginConfigPath"]),
+                    }
+                )
+    return {
+        "policyKnown": setup.policy is not None,
+        "configName": setup.config_name,
+        "configFound": bool(named),
+        "defaultKey": setup.default_key,
+        "keys": list(named[0]["keys"]) if named else [],
+        "migStrategy": setup.mig_strategy,
+        "dangling": dangling,
+    }

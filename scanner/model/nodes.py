@@ -1,0 +1,389 @@
+"""GPU nodes and node-pool declarations, reduced to one shape: the ``node`` facts.
+
+Live clusters have Nodes; manifest repositories have declarations of the nodes to
+come (Karpenter ``NodePool``, Config Connector ``ContainerNodePool``, Cluster API
+``MachineDeployment``). Both become the same facts so pool rules do not care which
+they see (RULES.md, "GPU node", "Node-pool declarations", "Sharing mode").
+
+``labels`` maps a label key to the list of values the node (or any node of the
+declaration) may carry: one value for a Node, possibly several for a Karpenter
+requirement ``In [a, b]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from scanner.config import Config
+from scanner.inventory import KubeObject, join_path
+from scanner.model.deviceplugin import Setup
+from scanner.model.index import ObjectIndex
+from scanner.model.quantity import positive_count
+from scanner.model.workloads import GPU_RESOURCE
+
+GPU_LABELS_TRUE = (
+    "nvidia.com/gpu.present",
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+GPU_LABELS_ANY = (
+    "nvidia.com/gpu.product",
+    "nvidia.com/gpu.count",
+    "cloud.google.com/gke-accelerator",
+    "kubernetes.azure.com/accelerator",
+    "k8s.amazonaws.com/accelerator",
+)
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+    "NO_EXECUTE": "NoExecute",
+}
+_MIG_PROFILE = re.compile(r"^nvidia\.com/mig-(.+?)(?:\.shared)?$")
+
+KARPENTER_NODEPOOL = ("NodePool", "karpenter.sh/")
+GKE_NODEPOOL = ("ContainerNodePool", "container.cnrm.cloud.google.com/")
+CAPI_MACHINEDEPLOYMENT = ("MachineDeployment", "cluster.x-k8s.io/")
+
+
+def build_nodes(
+    index: ObjectIndex, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
+) -> list[tuple[KubeObject, dict[str, Any]]]:
+    """Facts for every Node and node-pool declaration in the inventory."""
+    found: list[tuple[KubeObject, dict[str, Any]]] = []
+    for obj in index.kind("Node"):
+        found.append((obj, _node(obj, config, setup, entries)))
+    for kind, group in (KARPENTER_NODEPOOL, GKE_NODEPOOL, CAPI_MACHINEDEPLOYMENT):
+        for obj in index.kind(kind):
+            if obj.api_version.startswith(group):
+                found.append((obj, _declaration(obj, index, config, setup, entries)))
+    return found
+
+
+def _node(
+    obj: KubeObject, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    meta = obj.metadata
+    labels = {str(k): [_scalar(v)] for k, v in _map(meta.get("labels")).items()}
+    status = _map(obj.body.get("status"))
+    allocatable = _gpu_counts(status.get("allocatable"))
+    capacity = _gpu_counts(status.get("capacity"))
+    taints = [_taint(t) for t in _list(_map(obj.body.get("spec")).get("taints"))]
+    facts = _common(obj, "node", labels, taints, config, setup, entries)
+    facts["allocatable"] = allocatable
+    facts["capacity"] = capacity
+    facts["statusKnown"] = "allocatable" in status or "capacity" in status
+    facts["gpu"] = bool(allocatable or capacity) or facts["gpuLabeled"]
+    if facts["statusKnown"]:
+        facts["advertises"] = sorted(name for name, count in allocatable.items() if count > 0)
+    counted = max([*allocatable.values(), *capacity.values(), facts["gpuCount"]], default=0)
+    facts["gpuCount"] = counted
+    facts["taintsPath"] = "spec.taints"
+    facts["labelsPath"] = "metadata.labels"
+    facts["devicePluginConfigPath"] = join_path("metadata.labels", DEVICE_PLUGIN_LABEL)
+    return facts
+
+
+def _declaration(
+    obj: KubeObject,
+    index: ObjectIndex,
+    config: Config,
+    setup: Setup,
+    entries: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    spec = _map(obj.body.get("spec"))
+    identity: dict[str, Any] = {
+        "provider": "",
+        "known": False,
+        "metadataMode": "",
+        "hopLimit": 0,
+        "broadScopes": False,
+        "path": "",
+        "scopesPath": "",
+        "ref": "",
+    }
+    gpu = False
+    gpu_count = 0
+    extra: dict[str, list[str]] = {}
+    implicit_taints: list[dict[str, str]] = []
+    sharing_hint = ""
+    mig_profile = ""
+    if obj.kind == "NodePool":
+        template = _map(spec.get("template"))
+        labels = _string_lists(_map(template.get("metadata")).get("labels"))
+        taints = [_taint(t) for t in _list(_map(template.get("spec")).get("taints"))]
+        taints_path = "spec.template.spec.taints"
+        labels_path = "spec.template.metadata.labels"
+        extra["karpenter.sh/nodepool"] = [obj.name]
+        for requirement in _list(_map(template.get("spec")).get("requirements")):
+            requirement = _map(requirement)
+            key, operator = _text(requirement.get("key")), requirement.get("operator")
+            values = [_scalar(v) for v in _list(requirement.get("values"))]
+            if operator == "In" and key:
+                extra.setdefault(key, values)
+            if key == "karpenter.k8s.aws/instance-gpu-count":
+                if operator == "Gt" and values:  # more than N GPUs: at least one
+                    gpu = True
+                elif operator == "In" and any(positive_count(v) > 0 for v in values):
+                    gpu = True
+                    gpu_count = max(positive_count(v) for v in values)
+            if key == "karpenter.k8s.aws/instance-gpu-name" and operator in ("In", "Exists"):
+                gpu = True
+            if (
+                key == "karpenter.k8s.aws/instance-gpu-manufacturer"
+                and operator == "In"
+                and "nvidia" in values
+            ):
+                gpu = True
+        limits = _map(spec.get("limits"))
+        if any(isinstance(k, str) and GPU_RESOURCE.match(k) for k in limits):
+            gpu = True
+        node_class = _text(_map(_map(template.get("spec")).get("nodeClassRef")).get("name"))
+        ec2 = index.get("EC2NodeClass", "", node_class) if node_class else None
+        identity["provider"] = "aws"
+        if ec2 is not None:
+            options = _map(_map(ec2.body.get("spec")).get("metadataOptions"))
+            hop = options.get("httpPutResponseHopLimit")
+            identity["hopLimit"] = hop if isinstance(hop, int) and not isinstance(hop, bool) else 1
+            identity["ref"] = ec2.ref.logical_name
+            identity["path"] = (
+                "spec.metadataOptions.httpPutResponseHopLimit"
+                if "httpPutResponseHopLimit" in options
+                else "spec"
+            )
+            identity["known"] = True
+        else:
+            identity["known"] = False
+    elif obj.kind == "ContainerNodePool":
+        node_config = _map(spec.get("nodeConfig"))
+        labels = _string_lists(node_config.get("labels"))
+        taints = [
+            {
+                "key": _text(t.get("key")),
+                "value": _scalar(t.get("value")),
+                "effect": _EFFECTS.get(_text(t.get("effect")), _text(t.get("effect"))),
+            }
+            for t in map(_map, _list(node_config.get("taint")))
+        ]
+        taints_path = "spec.nodeConfig.taint"
+        labels_path = "spec.nodeConfig.labels"
+        extra["cloud.google.com/gke-nodepool"] = [obj.name]
+        accelerators = [_map(a) for a in _list(node_config.get("guestAccelerator"))]
+        if accelerators:
+            gpu = True
+            first = accelerators[0]
+            gpu_count = max(positive_count(a.get("count")) for a in accelerators)
+            extra["cloud.google.com/gke-accelerator"] = [_text(first.get("type"))]
+            mig_profile = _text(first.get("gpuPartitionSize"))
+            if mig_profile:
+                extra["cloud.google.com/gke-gpu-partition-size"] = [mig_profile]
+            sharing = _map(first.get("gpuSharingConfig"))
+            strategy = _text(sharing.get("gpuSharingStrategy"))
+            if strategy:
+                sharing_hint = {"TIME_SHARING": "time-sharing", "MPS": "mps"}.get(
+                    strategy, strategy.lower()
+                )
+                extra["cloud.google.com/gke-gpu-sharing-strategy"] = [sharing_hint]
+                clients = sharing.get("maxSharedClientsPerGpu")
+                if clients is not None:
+                    extra["cloud.google.com/gke-max-shared-clients-per-gpu"] = [_scalar(clients)]
+            # GKE taints GPU node pools nvidia.com/gpu=present:NoSchedule itself.
+            implicit_taints.append(
+                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+            )
+        metadata_config = _map(node_config.get("workloadMetadataConfig"))
+        scopes = [_text(s) for s in _list(node_config.get("oauthScopes"))]
+        identity.update(
+            provider="gcp",
+            known=True,
+            metadataMode=_text(metadata_config.get("mode")),
+            broadScopes=any(s.endswith("/cloud-platform") or s == "cloud-platform" for s in scopes),
+            path="spec.nodeConfig.workloadMetadataConfig.mode"
+            if "mode" in metadata_config
+            else "spec.nodeConfig",
+            scopesPath="spec.nodeConfig.oauthScopes",
+        )
+    else:  # Cluster API MachineDeployment
+        template = _map(spec.get("template"))
+        labels = _string_lists(_map(template.get("metadata")).get("labels"))
+        taints = [_taint(t) for t in _list(_map(template.get("spec")).get("taints"))]
+        taints_path = "spec.template.spec.taints"
+        labels_path = "spec.template.metadata.labels"
+        extra["cluster.x-k8s.io/deployment-name"] = [obj.name]
+        annotations = _map(obj.metadata.get("annotations"))
+        autoscaler = positive_count(
+            annotations.get("capacity.cluster-autoscaler.kubernetes.io/gpu-count")
+        )
+        if autoscaler:
+            gpu, gpu_count = True, autoscaler
+    for key, values in extra.items():
+        labels.setdefault(key, values)
+    facts = _common(obj, "declaration", labels, taints + implicit_taints, config, setup, entries)
+    facts["gpu"] = gpu or facts["gpuLabeled"]
+    facts["gpuCount"] = max(gpu_count, facts["gpuCount"])
+    facts["identity"] = identity
+    facts["taintsPath"] = taints_path
+    facts["labelsPath"] = labels_path
+    facts["devicePluginConfigPath"] = join_path(labels_path, DEVICE_PLUGIN_LABEL)
+    facts["implicitTaints"] = implicit_taints
+    facts["gke"] = obj.kind == "ContainerNodePool"
+    if sharing_hint or mig_profile:
+        facts["sharing"] = _combine(
+            mig=bool(mig_profile), shared=sharing_hint.replace("time-sharing", "time-slicing")
+        )
+        if mig_profile:
+            facts["migProfiles"] = [mig_profile]
+    if facts["gke"]:
+        facts["advertises"] = ["nvidia.com/gpu"]  # GKE exposes slices and shares as nvidia.com/gpu
+    return facts
+
+
+def _common(
+    obj: KubeObject,
+    source: str,
+    labels: dict[str, list[str]],
+    taints: list[dict[str, str]],
+    config: Config,
+    setup: Setup,
+    entries: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    def first(key: str) -> str:
+        values = labels.get(key)
+        return values[0] if values else ""
+
+    pool_label = next((key for key in config.pool_labels if key in labels), "")
+    gpu_labeled = any(first(key) == "true" for key in GPU_LABELS_TRUE) or any(
+        key in labels for key in GPU_LABELS_ANY
+    )
+    config_key = first(DEVICE_PLUGIN_LABEL)
+    entry = entries.get(config_key or setup.default_key)
+    product = first("nvidia.com/gpu.product")
+    mig_config = first("nvidia.com/mig.config")
+    mig = (
+        bool(mig_config and mig_config != "all-disabled")
+        or "-MIG-" in product
+        or bool(first("cloud.google.com/gke-gpu-partition-size"))
+    )
+    strategy_label = first("nvidia.com/gpu.sharing-strategy")
+    replicas = positive_count(first("nvidia.com/gpu.replicas"))
+    gke_sharing = first("cloud.google.com/gke-gpu-sharing-strategy")
+    shared = ""
+    if strategy_label in ("time-slicing", "mps"):
+        shared = strategy_label
+    elif replicas > 1 or product.endswith("-SHARED"):
+        shared = "time-slicing"
+    elif gke_sharing:
+        shared = "mps" if gke_sharing == "mps" else "time-slicing"
+    elif entry is not None and entry.get("mode") in ("time-slicing", "mps"):
+        shared = str(entry["mode"])
+    mig_strategy = (
+        first("nvidia.com/mig.strategy")
+        or (str(entry.get("migStrategy", "")) if entry else "")
+        or setup.mig_strategy
+    )
+    if mig and mig_strategy in ("", "none"):
+        mig_strategy = "single"
+    if not mig:
+        mig_strategy = "none"
+    profiles = []
+    if mig_config.startswith("all-") and mig_config not in (
+        "all-disabled",
+        "all-enabled",
+        "all-balanced",
+    ):
+        profiles.append(mig_config[len("all-") :])
+    elif mig_config:
+        profiles.append(mig_config)
+    partition = first("cloud.google.com/gke-gpu-partition-size")
+    if partition:
+        profiles.append(partition)
+    sharing = _combine(mig=mig, shared=shared)
+    rename = bool(entry and entry.get("renameByDefault")) and shared == "time-slicing"
+    return {
+        "kind": obj.kind,
+        "name": obj.name,
+        "source": source,
+        "labels": labels,
+        "taints": taints,
+        "gpuLabeled": gpu_labeled,
+        "gpu": gpu_labeled,
+        "pool": first(pool_label) if pool_label else "",
+        "poolLabel": pool_label,
+        "sku": first(config.sku_label),
+        "product": product,
+        "gpuCount": positive_count(first("nvidia.com/gpu.count")),
+        "sharing": sharing,
+        "migStrategy": mig_strategy,
+        "migConfig": mig_config,
+        "migConfigState": first("nvidia.com/mig.config.state"),
+        "migProfiles": profiles,
+        "devicePluginConfig": config_key,
+        "renameShared": rename,
+        "advertises": _advertised(sharing, mig_strategy, profiles, rename),
+        "identity": {},
+    }
+
+
+def _combine(*, mig: bool, shared: str) -> str:
+    if mig and shared:
+        return f"mig+{shared}"
+    if mig:
+        return "mig"
+    return shared or "exclusive"
+
+
+def _advertised(sharing: str, mig_strategy: str, profiles: list[str], rename: bool) -> list[str]:
+    """Resource names a node advertises when its status is not known (declarations)."""
+    suffix = ".shared" if rename else ""
+    if "mig" in sharing and mig_strategy == "mixed":
+        if profiles and not any(p in ("all-balanced",) for p in profiles):
+            return sorted(f"nvidia.com/mig-{profile}{suffix}" for profile in profiles)
+        return [f"nvidia.com/mig-*{suffix}"]
+    return [f"nvidia.com/gpu{suffix}"]
+
+
+def mig_profile_of(resource: str) -> str:
+    match = _MIG_PROFILE.match(resource)
+    return match.group(1) if match else ""
+
+
+def _gpu_counts(value: object) -> dict[str, int]:
+    return {
+        str(name): positive_count(count)
+        for name, count in _map(value).items()
+        if isinstance(name, str) and GPU_RESOURCE.match(name)
+    }
+
+
+def _taint(value: object) -> dict[str, str]:
+    taint = _map(value)
+    return {
+        "key": _text(taint.get("key")),
+        "value": _scalar(taint.get("value")),
+        "effect": _text(taint.get("effect")),
+    }
+
+
+def _string_lists(value: object) -> dict[str, list[str]]:
+    return {str(k): [_scalar(v)] for k, v in _map(value).items()}
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)

@@ -1,0 +1,175 @@
+"""GPU pools: GPU nodes and declarations grouped by pool label, with sharing and tenants.
+
+A pool is the set of GPU nodes (or declarations) that share the value of the first
+pool label present (config ``poolLabels``); a declaration's own name is its pool
+name; GPU nodes without any pool label form the *unpooled* group (name ``""``).
+Workloads are joined to pools once, here, with indexes: each GPU workload gets
+``targets`` (one entry per GPU pool its node selection admits) and each pool gets
+its ``tenants`` and their trust domains. Cost is workloads x pools, never
+workloads x nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scanner.config import Config
+from scanner.inventory import KubeObject
+from scanner.model.targeting import selects, untolerated
+from scanner.model.workloads import Workload
+
+SHARED_MODES = ("time-slicing", "mps", "mig+time-slicing", "mig+mps")
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """A GPU pool; ``obj`` is its first member, where pool findings point by default."""
+
+    obj: KubeObject
+    facts: dict[str, Any]
+    members: tuple[tuple[KubeObject, Mapping[str, Any]], ...]
+
+
+def build_pools(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
+    grouped: dict[str, list[tuple[KubeObject, dict[str, Any]]]] = {}
+    for obj, facts in nodes:
+        if not facts["gpu"]:
+            continue
+        name = obj.name if facts["source"] == "declaration" else facts["pool"]
+        facts["pool"] = name
+        grouped.setdefault(name, []).append((obj, facts))
+    return [_pool(name, members) for name, members in sorted(grouped.items())]
+
+
+def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
+    modes = sorted({facts["sharing"] for _, facts in members})
+    mig_members = [facts for _, facts in members if "mig" in facts["sharing"]]
+    facts: dict[str, Any] = {
+        "name": name,
+        "unpooled": name == "",
+        "members": [
+            {
+                "kind": obj.kind,
+                "name": obj.name,
+                "ref": obj.ref.logical_name,
+                "sharing": member["sharing"],
+                "migStrategy": member["migStrategy"],
+                "migProfiles": member["migProfiles"],
+                "devicePluginConfig": member["devicePluginConfig"],
+            }
+            for obj, member in members
+        ],
+        "sharingModes": modes,
+        "sharing": modes[0] if len(modes) == 1 else "mixed",
+        "shared": any(mode in SHARED_MODES for mode in modes),
+        "migStrategies": sorted({m["migStrategy"] for m in mig_members}),
+        "migProfiles": sorted({p for m in mig_members for p in m["migProfiles"]}),
+        "advertises": sorted({r for _, member in members for r in member["advertises"]}),
+        "maxGpusPerNode": max(member["gpuCount"] for _, member in members),
+        "skus": sorted({member["sku"] for _, member in members if member["sku"]}),
+        "tenants": [],
+        "trustDomains": [],
+    }
+    return Pool(members[0][0], facts, tuple(members))
+
+
+def attach_targets(
+    workloads: Sequence[Workload],
+    pools: Sequence[Pool],
+    config: Config,
+    trust_domain: Mapping[str, str],
+) -> None:
+    """Give every GPU workload its ``targets`` and every pool its ``tenants``.
+
+    ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
+    which are not tenants).
+    """
+    known = bool(pools)
+    for workload in workloads:
+        facts = workload.facts
+        facts["poolsKnown"] = known
+        facts["targets"] = []
+        domain = trust_domain.get(facts["namespace"], facts["namespace"])
+        facts["trustDomain"] = domain
+        if not facts["gpu"] or not known:
+            continue
+        requested = [entry["name"] for entry in facts["gpuResources"]]
+        for pool in pools:
+            target = _target(facts, requested, pool, config)
+            if target is None:
+                continue
+            facts["targets"].append(target)
+            if target["tolerated"] and domain != "platform":
+                pool.facts["tenants"].append(
+                    {
+                        "workload": workload.obj.ref.logical_name,
+                        "namespace": facts["namespace"],
+                        "trustDomain": domain,
+                    }
+                )
+    by_name = {pool.facts["name"]: pool.facts for pool in pools}
+    for pool in pools:
+        pool.facts["trustDomains"] = sorted({t["trustDomain"] for t in pool.facts["tenants"]})
+    for workload in workloads:
+        for target in workload.facts.get("targets", ()):
+            pool_facts = by_name[target["pool"]]
+            target["trustDomains"] = pool_facts["trustDomains"]
+            target["shared"] = pool_facts["shared"]
+
+
+def _target(
+    facts: Mapping[str, Any], requested: Sequence[str], pool: Pool, config: Config
+) -> dict[str, Any] | None:
+    pod_spec = facts["podSpec"]
+    tolerations = facts["tolerations"]
+    selected = [
+        (obj, member) for obj, member in pool.members if selects(pod_spec, member["labels"])
+    ]
+    if not selected:
+        return None
+    blocked: list[str] = []
+    tolerated_members = []
+    for _obj, member in selected:
+        ert = config.extended_resource_toleration or bool(member.get("gke"))
+        missing = untolerated(member["taints"], tolerations, requested, ert)
+        if missing:
+            blocked.extend(t for t in missing if t not in blocked)
+        else:
+            tolerated_members.append(member)
+    reachable = tolerated_members or [member for _, member in selected]
+    advertises = sorted({r for member in reachable for r in member["advertises"]})
+    return {
+        "pool": pool.facts["name"],
+        "ref": selected[0][0].ref.logical_name,
+        "tolerated": bool(tolerated_members),
+        "untolerated": blocked,
+        "sharing": pool.facts["sharing"],
+        "migStrategies": pool.facts["migStrategies"],
+        "advertises": advertises,
+        "missingResources": [r for r in requested if not _advertised(r, advertises)],
+        "maxGpusPerNode": max(member["gpuCount"] for member in reachable),
+    }
+
+
+def _advertised(resource: str, advertises: Sequence[str]) -> bool:
+    if resource in advertises:
+        return True
+    shared = resource.endswith(".shared")
+    return resource.startswith("nvidia.com/mig-") and (
+        ("nvidia.com/mig-*.shared" if shared else "nvidia.com/mig-*") in advertises
+    )
+
+
+def trust_domains(namespaces: Sequence[KubeObject], config: Config) -> dict[str, str]:
+    """Namespace -> trust domain (RULES.md): the ``trustDomainLabel`` value, else the
+    namespace itself; operator namespaces are ``platform``, not tenants."""
+    domains = {name: "platform" for name in config.operator_namespaces}
+    for namespace in namespaces:
+        if namespace.name in domains:
+            continue
+        labels = namespace.metadata.get("labels")
+        value = labels.get(config.trust_domain_label) if isinstance(labels, Mapping) else None
+        domains[namespace.name] = value if isinstance(value, str) and value else namespace.name
+    return domains
