@@ -95,6 +95,32 @@ def cli() -> None:
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
 @click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Leave out findings recorded in this file (see --write-baseline).",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record the fingerprints of the current findings in this file (and leave them out).",
+)
+@click.option(
+    "--helm-values",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Values file for every Helm chart rendered (repeatable, in order).",
+)
+@click.option(
+    "--helm-set", multiple=True, metavar="KEY=VAL", help="helm --set for every chart (repeatable)."
+)
+@click.option(
+    "--helm-namespace",
+    default="default",
+    show_default=True,
+    help="Release namespace Helm charts are rendered for.",
+)
 @with_rule_options
 def scan(
     paths: tuple[str, ...],
@@ -105,17 +131,31 @@ def scan(
     disable: tuple[str, ...],
     show_suppressed: bool,
     verbose: bool,
+    baseline_file: Path | None,
+    write_baseline: Path | None,
+    helm_values: tuple[str, ...],
+    helm_set: tuple[str, ...],
+    helm_namespace: str,
     rule_dirs: tuple[Path, ...],
     cel_engine: str,
 ) -> int:
-    """Scan manifest files and directories (``-`` reads standard input)."""
+    """Scan manifest files and directories (``-`` reads standard input).
+
+    Directories holding a Helm chart (Chart.yaml) or a Kustomization
+    (kustomization.yaml) are rendered with helm / kustomize when installed.
+    """
     from dataclasses import replace
     from functools import partial
 
-    from scanner import output, pipeline
+    from scanner import baseline, output, pipeline
     from scanner.reporters import writer_for
+    from scanner.sources.rendered import RenderOptions
 
     destinations = output.pair(formats, outputs, _default_format())
+    known = baseline.load(baseline_file) if baseline_file is not None else None
+    if write_baseline is not None:
+        output.check_writable(write_baseline)
+    render = RenderOptions(helm_values, _assignments(helm_set), helm_namespace)
     options = pipeline.ScanOptions(
         rule_dirs=rule_dirs,
         enable=_split_ids(enable),
@@ -123,7 +163,15 @@ def scan(
         engine=cel_engine,
     )
     ruleset = pipeline.load_ruleset(options)
-    report = pipeline.scan_paths(paths, ruleset)
+    report = pipeline.scan_paths(paths, ruleset, render=render)
+    if write_baseline is not None:
+        record = baseline.document(report.findings, __version__, pipeline.INCOMPLETE_RULES)
+        target = output.Destination("json", str(write_baseline))
+        output.write(target, partial(baseline.write, record))
+        _note(f"wrote {len(record['fingerprints'])} fingerprints to {write_baseline}")
+        known = baseline.fingerprints(report.findings, pipeline.INCOMPLETE_RULES)
+    if known is not None:
+        report = pipeline.apply_baseline(report, known)
     for destination in destinations:
         color = (
             destination.is_stdout
@@ -198,6 +246,20 @@ def rules_test(
     results = ruletest.run(root, ruleset)
     click.echo(ruletest.render(results, verbose), nl=False)
     return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS
+
+
+def _assignments(values: Sequence[str]) -> list[str]:
+    """``--helm-set`` values, each checked to be ``KEY=VAL`` before any work."""
+    from scanner.errors import UsageError
+
+    for value in values:
+        if "=" not in value or value.startswith("="):
+            raise UsageError(f"--helm-set {value!r}: expected KEY=VAL", hint="e.g. image.tag=1.2")
+    return list(values)
+
+
+def _note(message: str) -> None:
+    click.echo(f"poolgate: {message}", err=True)
 
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__
+from scanner import __version__, baseline
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
 from scanner.engine import document_findings, evaluate
@@ -24,6 +24,7 @@ from scanner.model import build_model
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
 from scanner.sources.files import find_repo_root, load_paths
+from scanner.sources.rendered import RenderOptions, render_directories
 
 INCOMPLETE_RULES = frozenset({"PG001"})
 """Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
@@ -72,10 +73,17 @@ def scan_paths(
     *,
     repo_root: Path | None = None,
     stdin: TextIO | None = None,
+    render: RenderOptions | None = None,
 ) -> Report:
-    """Scan manifest paths (``-`` is stdin) with ``ruleset``."""
+    """Scan manifest paths (``-`` is stdin) with ``ruleset``.
+
+    Helm charts and Kustomizations found under ``paths`` are rendered (``render``).
+    """
     root = repo_root or find_repo_root(Path.cwd())
-    inventory = load_paths(paths, root, stdin=stdin or sys.stdin)
+    render_roots: list[Path] = []
+    inventory = load_paths(paths, root, stdin=stdin or sys.stdin, render_roots=render_roots)
+    if render_roots:
+        inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
     return evaluate_inventory(inventory, ruleset, root)
 
 
@@ -110,6 +118,15 @@ def evaluate_inventory(inventory: Inventory, ruleset: Ruleset, repo_root: Path) 
             subjects=evaluation.subjects,
         ),
     )
+
+
+def apply_baseline(report: Report, known: frozenset[str]) -> Report:
+    """``report`` without the findings a baseline already holds (after suppressions).
+
+    The count of dropped findings goes to ``stats.baselined`` so every summary says it.
+    """
+    kept, dropped = baseline.split(report.findings, known, INCOMPLETE_RULES)
+    return replace(report, findings=kept, stats=replace(report.stats, baselined=dropped))
 
 
 def exit_code(report: Report, fail_on: str) -> int:

@@ -24,8 +24,9 @@ from scanner.inventory import Position, join_path
 from scanner.ruledoc import RuleDoc
 from scanner.sources.yamldoc import parse_plain
 
-DOCUMENT_RULES = ("PG001", "PG002", "PG003")
-"""Built-in rules whose findings come from reading documents, not from CEL."""
+DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004")
+"""Built-in rules whose findings come from poolgate itself, not from CEL: reading
+documents (PG001-PG003) and checking suppressions (PG004, ``scanner.suppress``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ how each one finds it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -36,6 +37,7 @@ KUSTOMIZATION_FILES: Final = ("kustomization.yaml", "kustomization.yml", "Kustom
 RENDER_TIMEOUT: Final = 300.0
 """Seconds one render may take (a large chart with many subcharts renders in seconds)."""
 _MESSAGE_LIMIT: Final = 300
+_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "[^"]*" err="(.*)"$')
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,12 +176,25 @@ def run_tool(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: fl
 
 
 def _last_line(stderr: bytes) -> str:
+    """The tool's last line of standard error, cleaned and capped for a one-line message.
+
+    kubectl wraps errors in a klog line (``E1129 ... run.go:72] "command failed"
+    err="..."``): only the ``err`` text is kept. Kustomize nests causes, the root
+    cause last, so a long message keeps its start and its end.
+    """
     lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    text = lines[-1].removeprefix("Error: ").removeprefix("error: ")
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+    text = lines[-1]
+    klog = _KLOG.match(text)
+    if klog:
+        text = klog.group(1).replace('\\"', '"')
+    text = text.removeprefix("Error: ").removeprefix("error: ")
+    if len(text) <= _MESSAGE_LIMIT:
+        return text
+    head = _MESSAGE_LIMIT // 3
+    return text[:head] + " … " + text[-(_MESSAGE_LIMIT - head - 3) :]
 
 
 def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:

@@ -1,0 +1,282 @@
+"""``.poolgate.yaml``: discovery, schema problems with key path and line, conversion to Config."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from scanner import configfile
+from scanner.config import AdminSubject, Config, Exemption, Require
+from scanner.errors import ConfigError, UsageError
+from scanner.findings import Level
+from scanner.pipeline import ScanOptions, load_ruleset
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "config"
+
+HEADER = "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# --- discovery -------------------------------------------------------------------
+
+
+def test_discovery_walks_up_from_a_file_or_directory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    config = write(tmp_path / ".poolgate.yaml", HEADER)
+    deep = tmp_path / "k8s" / "apps" / "gpu"
+    deep.mkdir(parents=True)
+    manifest = write(deep / "train.yaml", "")
+    assert configfile.discover(deep) == config
+    assert configfile.discover(manifest) == config
+    nearer = write(tmp_path / "k8s" / ".poolgate.yaml", HEADER)
+    assert configfile.discover(manifest) == nearer
+
+
+def test_discovery_stops_at_the_repository_root(tmp_path: Path) -> None:
+    write(tmp_path / ".poolgate.yaml", HEADER)  # above the repository: not ours
+    repo = tmp_path / "repo"
+    (repo / "k8s").mkdir(parents=True)
+    (repo / ".git").write_text("gitdir: ../elsewhere\n")  # worktrees have a .git file
+    assert configfile.discover(repo / "k8s") is None
+    inside = write(repo / ".poolgate.yaml", HEADER)
+    assert configfile.discover(repo / "k8s") == inside
+
+
+def test_discovery_without_a_repository_goes_to_the_filesystem_root(tmp_path: Path) -> None:
+    config = write(tmp_path / ".poolgate.yaml", HEADER)
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert configfile.discover(deep) == config
+
+
+def test_a_symlinked_config_may_not_point_outside_the_repository(tmp_path: Path) -> None:
+    outside = write(tmp_path / "secret.yaml", "token: hunter2\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".poolgate.yaml").symlink_to(outside)
+    with pytest.raises(ConfigError, match="symbolic link points outside the repository"):
+        configfile.discover(repo)
+    inside = write(repo / "config" / "poolgate.yaml", HEADER)
+    (repo / ".poolgate.yaml").unlink()
+    (repo / ".poolgate.yaml").symlink_to(inside)
+    assert configfile.discover(repo) == repo / ".poolgate.yaml"
+
+
+def test_resolve_prefers_the_explicit_file_and_defaults_without_one(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    assert configfile.resolve([str(tmp_path)]).config == Config()
+    explicit = write(tmp_path / "ci" / "strict.yaml", HEADER + "spec: {skuLabel: gpu-sku}\n")
+    write(tmp_path / ".poolgate.yaml", HEADER + "spec: {skuLabel: discovered}\n")
+    assert configfile.resolve([str(tmp_path)], explicit).config.sku_label == "gpu-sku"
+    assert configfile.resolve([str(tmp_path)]).config.sku_label == "discovered"
+    with pytest.raises(UsageError, match="no such file"):
+        configfile.resolve([str(tmp_path)], tmp_path / "missing.yaml")
+
+
+# --- conversion ------------------------------------------------------------------
+
+
+def test_design_example_maps_onto_config() -> None:
+    loaded = configfile.load(FIXTURES / "design-example.yaml")
+    config = loaded.config
+    assert loaded.warnings == ()
+    assert config.require == Require()
+    assert config.pool_labels == ("pool", "cloud.google.com/gke-nodepool", "karpenter.sh/nodepool")
+    assert config.operator_namespaces == ("gpu-operator", "nvidia-gpu-operator")
+    assert config.rules["PG204"].level is Level.NOTE and config.rules["PG204"].enabled is None
+    assert config.rules["PG306"].enabled is False and config.rules["PG306"].line == 22
+    assert config.exemptions == (
+        Exemption(
+            rule="PG301",
+            namespace="monitoring",
+            kind="DaemonSet",
+            name="dcgm-exporter",
+            reason="DCGM exporter needs device access; owned by the platform team.",
+            expires=datetime.date(2027, 3, 31),
+            line=24,
+        ),
+    )
+    assert config.source == str(FIXTURES / "design-example.yaml")
+
+
+def test_false_switches_become_empty_and_every_field_is_mapped(tmp_path: Path) -> None:
+    rules = tmp_path / "policy" / "rules"
+    rules.mkdir(parents=True)
+    path = write(
+        tmp_path / "policy" / ".poolgate.yaml",
+        HEADER
+        + """\
+spec:
+  require: {runtimeClass: false, networkPolicy: false, podSecurity: baseline,
+            imageDigestPin: false, signatureVerify: false, workloadIdentity: false,
+            timeSliceSameTrustOnly: false, forbidNodeWideObjectIAM: false}
+  operatorNamespaces: [gpu-ops]
+  systemNamespaces: [kube-system, calico-system]
+  trustDomainLabel: acme.io/tenant
+  skuLabel: acme.io/gpu
+  poolLabels: [acme.io/pool]
+  extendedResourceToleration: true
+  workloadIdentityKeys: [acme.io/cloud-role]
+  admins:
+    - {kind: Group, name: platform-admins}
+    - {kind: ServiceAccount, name: argocd, namespace: argocd}
+  ruleDirs: [rules]
+  rules:
+    PG501: {params: {allowTags: [latest]}}
+""",
+    )
+    config = configfile.load(path).config
+    assert config == Config(
+        require=Require(
+            runtime_class="",
+            image_digest_pin=False,
+            signature_verify=False,
+            pod_security="baseline",
+            network_policy="",
+            workload_identity=False,
+            time_slice_same_trust_only=False,
+            forbid_node_wide_object_iam=False,
+        ),
+        operator_namespaces=("gpu-ops",),
+        system_namespaces=("kube-system", "calico-system"),
+        trust_domain_label="acme.io/tenant",
+        sku_label="acme.io/gpu",
+        pool_labels=("acme.io/pool",),
+        extended_resource_toleration=True,
+        workload_identity_keys=("acme.io/cloud-role",),
+        admins=(
+            AdminSubject("Group", "platform-admins"),
+            AdminSubject("ServiceAccount", "argocd", "argocd"),
+        ),
+        rules=config.rules,
+        rule_dirs=(str(rules),),
+        source=str(path),
+    )
+    assert dict(config.rules["PG501"].params) == {"allowTags": ["latest"]}
+    view = config.cel_view()
+    assert view["require"]["runtimeClass"] == "" and view["require"]["networkPolicy"] == ""
+    assert view["extendedResourceToleration"] is True
+    assert view["workloadIdentityKeys"] == ["acme.io/cloud-role"]
+    assert view["admins"][1] == {"kind": "ServiceAccount", "name": "argocd", "namespace": "argocd"}
+
+
+def test_cel_view_names_every_rule_facing_field_in_camel_case() -> None:
+    not_rule_facing = {"rules", "rule_dirs", "exemptions", "source"}
+    view = Config().cel_view()
+
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(part.capitalize() for part in rest)
+
+    expected = {camel(f.name) for f in fields(Config) if f.name not in not_rule_facing}
+    assert set(view) == expected
+    assert set(view["require"]) == {camel(f.name).replace("Iam", "IAM") for f in fields(Require)}
+
+
+# --- problems --------------------------------------------------------------------
+
+
+def test_wrong_types_fail_with_key_path_and_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        configfile.load(FIXTURES / "wrong-types.yaml")
+    message = str(caught.value)
+    shown = os.path.relpath(FIXTURES / "wrong-types.yaml")
+    assert message.startswith("5 config problems:")
+    for line, path, text in [
+        (6, "spec.require.runtimeClass", "expected a RuntimeClass name or false, got boolean true"),
+        (7, "spec.require.podSecurity", 'expected one of "privileged", "baseline", "restricted"'),
+        (8, "spec.require.imageDigestPin", 'expected a boolean (true/false), got string "yes"'),
+        (9, "spec.operatorNamespaces", 'expected a list, got string "gpu-operator"'),
+        (11, "spec.rules.PG301.level", 'expected one of "error", "warning", "note"; got'),
+    ]:
+        assert f"{shown}:{line}: {path}: {text}" in message, message
+
+
+def test_an_impossible_date_fails_after_the_schema_passes(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "c.yaml",
+        HEADER + "spec:\n  exemptions:\n    - rule: PG301\n      expires: 2027-02-30\n",
+    )
+    with pytest.raises(ConfigError, match=r"c\.yaml:6: spec\.exemptions\[0\]\.expires: "):
+        configfile.load(path)
+
+
+def test_unknown_keys_warn_with_key_path_and_line() -> None:
+    loaded = configfile.load(FIXTURES / "unknown-keys.yaml")
+    shown = os.path.relpath(FIXTURES / "unknown-keys.yaml")
+    assert loaded.warnings == (
+        f"{shown}:8: unknown key spec.require.gpuDirect (ignored)",
+        f"{shown}:9: unknown key spec.poolLabel (ignored)",
+        f"{shown}:13: unknown key spec.exemptions[0].owner (ignored)",
+    )
+    assert loaded.config.require.runtime_class == ""
+    assert loaded.config.pool_labels == Config().pool_labels
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "is empty"),
+        (HEADER + "---\n" + HEADER, "more than one YAML document"),
+        ("[1, 2]\n", "expected a GpuPoolGate mapping, got a list"),
+        ("kind: GpuPoolGate\n", "(top level): missing required key apiVersion"),
+        (HEADER.replace("GpuPoolGate", "Config"), 'kind: expected "GpuPoolGate"'),
+        (HEADER + "spec: {skuLabel: [\n", "YAML does not parse"),
+        (HEADER + "spec: {skuLabel: a, skuLabel: b}\n", "duplicate key 'skuLabel'"),
+        (HEADER + "spec:\n  ruleDirs: [nope]\n", "spec.ruleDirs[0]: nope: no such directory"),
+    ],
+)
+def test_bad_files_fail_with_one_clear_line(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path / ".poolgate.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        configfile.load(path)
+    assert expected in str(caught.value)
+    assert str(caught.value).startswith(f"{path}:")  # not under the working directory
+
+
+def test_unknown_rule_ids_are_listed_when_rules_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER
+        + "spec:\n  rules:\n    PG301: {level: warning}\n    PG999: {enabled: false}\n"
+        + "  exemptions:\n    - {rule: ACME001, reason: x}\n",
+    )
+    config = configfile.load(path).config
+    with pytest.raises(ConfigError) as caught:
+        load_ruleset(ScanOptions(engine="cpp", config=config))
+    message = str(caught.value)
+    assert "2 config problems" in message
+    assert ":6: spec.rules.PG999: unknown rule id PG999" in message
+    assert ":8: spec.exemptions[0].rule: unknown rule id ACME001" in message
+    assert "PG301" not in message
+
+
+# --- config init -----------------------------------------------------------------
+
+
+def test_default_text_validates_and_equals_the_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path / ".poolgate.yaml", configfile.default_text())
+    loaded = configfile.load(path)
+    assert loaded.warnings == ()
+    assert loaded.config == replace(Config(), source=str(path))
+    assert "# " in configfile.default_text()  # commented
+
+
+def test_init_target_refuses_to_overwrite(tmp_path: Path) -> None:
+    assert configfile.init_target(tmp_path, force=False) == tmp_path / ".poolgate.yaml"
+    write(tmp_path / ".poolgate.yaml", HEADER)
+    with pytest.raises(UsageError, match="already exists"):
+        configfile.init_target(tmp_path, force=False)
+    assert configfile.init_target(tmp_path, force=True) == tmp_path / ".poolgate.yaml"
+    with pytest.raises(UsageError, match="no such directory"):
+        configfile.init_target(tmp_path / "missing" / "c.yaml", force=False)
