@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -96,6 +96,17 @@ def cli() -> None:
 @click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
 @click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Configuration file (default: .poolgate.yaml found upward from the first path).",
+)
+@click.option(
+    "--context",
+    multiple=True,
+    help="File or directory of objects used for joins but not reported on (repeatable).",
+)
+@click.option(
     "--baseline",
     "baseline_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -131,6 +142,8 @@ def scan(
     disable: tuple[str, ...],
     show_suppressed: bool,
     verbose: bool,
+    config_file: Path | None,
+    context: tuple[str, ...],
     baseline_file: Path | None,
     write_baseline: Path | None,
     helm_values: tuple[str, ...],
@@ -147,7 +160,7 @@ def scan(
     from dataclasses import replace
     from functools import partial
 
-    from scanner import baseline, output, pipeline
+    from scanner import baseline, configfile, output, pipeline
     from scanner.reporters import writer_for
     from scanner.sources.rendered import RenderOptions
 
@@ -156,14 +169,17 @@ def scan(
     if write_baseline is not None:
         output.check_writable(write_baseline)
     render = RenderOptions(helm_values, _assignments(helm_set), helm_namespace)
+    loaded = configfile.resolve(paths, config_file)
+    _warn_all(loaded.warnings)
     options = pipeline.ScanOptions(
         rule_dirs=rule_dirs,
         enable=_split_ids(enable),
         disable=_split_ids(disable),
         engine=cel_engine,
+        config=loaded.config,
     )
     ruleset = pipeline.load_ruleset(options)
-    report = pipeline.scan_paths(paths, ruleset, render=render)
+    report = pipeline.scan_paths(paths, ruleset, context=context, render=render)
     if write_baseline is not None:
         record = baseline.document(report.findings, __version__, pipeline.INCOMPLETE_RULES)
         target = output.Destination("json", str(write_baseline))
@@ -260,6 +276,77 @@ def _assignments(values: Sequence[str]) -> list[str]:
 
 def _note(message: str) -> None:
     click.echo(f"poolgate: {message}", err=True)
+
+
+@cli.group("config")
+def config_group() -> None:
+    """The configuration file (.poolgate.yaml): write a default one, check one."""
+
+
+@config_group.command("init")
+@click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def config_init(path: Path, force: bool) -> int:
+    """Write a commented .poolgate.yaml holding the defaults (PATH: file or directory)."""
+    from scanner import configfile, output
+
+    target = configfile.init_target(path, force)
+    text = configfile.default_text()
+
+    def render(stream: TextIO) -> None:
+        stream.write(text)
+
+    output.write(output.Destination("yaml", str(target)), render)
+    click.echo(f"wrote {target}")
+    return EXIT_OK
+
+
+@config_group.command("validate")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@with_rule_options
+def config_validate(file: Path | None, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
+    """Check a config file (default: .poolgate.yaml found upward from here).
+
+    Prints "ok: FILE" when valid; problems exit with code 2. Rule ids must name
+    bundled rules, rules in spec.ruleDirs or in --rules.
+    """
+    import datetime
+
+    from scanner import configfile, pipeline, suppress
+    from scanner.errors import ConfigError
+
+    if file is None:
+        found = configfile.discover(Path.cwd())
+        if found is None:
+            raise ConfigError(
+                f"no {configfile.CONFIG_FILE_NAME} here or above (up to the repository root)",
+                hint="`poolgate config init` writes one",
+            )
+        file = found
+    loaded = configfile.resolve([], file)
+    _warn_all(loaded.warnings)
+    pipeline.load_ruleset(
+        pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, config=loaded.config)
+    )
+    shown = configfile.display_path(file)
+    today = datetime.date.today()
+    for exemption in loaded.config.exemptions:
+        problem = suppress.exemption_problem(exemption, today)
+        if problem:
+            _warn(f"{shown}:{exemption.line}: {problem}")
+    click.echo(f"ok: {shown}")
+    return EXIT_OK
+
+
+def _warn_all(warnings: Sequence[str]) -> None:
+    for warning in warnings:
+        _warn(warning)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"poolgate: warning: {message}", err=True)
+
+
 
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:

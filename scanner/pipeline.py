@@ -7,19 +7,20 @@ so that ``poolgate scan`` and ``poolgate rules test`` run exactly the same path.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__, baseline
+from scanner import __version__, baseline, configfile, suppress
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
 from scanner.engine import document_findings, evaluate
 from scanner.errors import UsageError
 from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
-from scanner.inventory import Inventory
+from scanner.inventory import Inventory, KubeObject
 from scanner.model import build_model
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
@@ -49,6 +50,8 @@ class Ruleset:
     engine: Engine
     rules: Sequence[Rule]
     config: Config
+    known: frozenset[str] = frozenset()
+    """Ids of every loaded rule, selected or not (suppressions may name any of them)."""
 
 
 def load_ruleset(options: ScanOptions) -> Ruleset:
@@ -62,9 +65,9 @@ def load_ruleset(options: ScanOptions) -> Ruleset:
     unknown = sorted((set(options.enable) | set(options.disable)) - known)
     if unknown:
         raise UsageError(f"unknown rule id {', '.join(unknown)}", hint="see `poolgate rules list`")
-    if options.enable_all:
-        return Ruleset(engine, rules, options.config)
-    return Ruleset(engine, select(rules, options.enable, options.disable), options.config)
+    configfile.check_rule_ids(options.config, known)
+    selected = rules if options.enable_all else select(rules, options.enable, options.disable)
+    return Ruleset(engine, selected, options.config, frozenset(known))
 
 
 def scan_paths(
@@ -73,47 +76,115 @@ def scan_paths(
     *,
     repo_root: Path | None = None,
     stdin: TextIO | None = None,
+    context: Sequence[str] = (),
     render: RenderOptions | None = None,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
+    ``context`` paths add objects the model joins with but no rule reports on.
     Helm charts and Kustomizations found under ``paths`` are rendered (``render``).
     """
     root = repo_root or find_repo_root(Path.cwd())
+    check_context_paths(context)
     render_roots: list[Path] = []
     inventory = load_paths(paths, root, stdin=stdin or sys.stdin, render_roots=render_roots)
     if render_roots:
         inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
-    return evaluate_inventory(inventory, ruleset, root)
+    notes: list[Notification] = []
+    if context:
+        objects, notes = load_context(context, root, inventory)
+        inventory.objects.extend(objects)
+    return evaluate_inventory(inventory, ruleset, root, notes)
 
 
-def evaluate_inventory(inventory: Inventory, ruleset: Ruleset, repo_root: Path) -> Report:
+def check_context_paths(paths: Sequence[str]) -> None:
+    """Fail before reading anything when a ``--context`` path is unusable."""
+    for path in paths:
+        if path == "-":
+            raise UsageError("--context cannot read standard input", hint="name a file")
+        if not os.path.exists(path):
+            raise UsageError(f"--context {path}: no such file or directory", hint="check the path")
+
+
+def load_context(
+    paths: Sequence[str], repo_root: Path, scanned: Inventory
+) -> tuple[list[KubeObject], list[Notification]]:
+    """Objects from ``--context`` paths (marked ``context_only``) and notes about them.
+
+    Files that are also scanned are left out (their objects are reported on). A
+    context document that does not parse makes the run incomplete; other invalid
+    context documents are warnings. Neither is a finding: nothing in context is.
+    """
+    context = load_paths(paths, repo_root)
+    taken = {obj.origin.uri for obj in scanned.objects}
+    taken.update(document.origin.uri for document in scanned.invalid)
+    objects = [
+        replace(obj, context_only=True) for obj in context.objects if obj.origin.uri not in taken
+    ]
+    notes = [
+        Notification(
+            Level.ERROR if document.rule_id in INCOMPLETE_RULES else Level.WARNING,
+            f"context: {document.message}",
+            uri=document.origin.uri,
+            line=document.line,
+            column=document.column,
+        )
+        for document in context.invalid
+        if document.origin.uri not in taken
+    ]
+    notes += [
+        Notification(Level.ERROR, f"context: {error.message}", uri=error.uri)
+        for error in context.read_errors
+    ]
+    return objects, notes
+
+
+def evaluate_inventory(
+    inventory: Inventory,
+    ruleset: Ruleset,
+    repo_root: Path,
+    context_notes: Sequence[Notification] = (),
+) -> Report:
     model = build_model(inventory)
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
+    context_uris = {obj.origin.uri for obj in inventory.objects if obj.context_only}
+    model_invalid = [doc for doc in model.invalid if doc.origin.uri not in context_uris]
     findings: list[Finding] = list(
-        document_findings([*inventory.invalid, *model.invalid], document_rules)
+        document_findings([*inventory.invalid, *model_invalid], document_rules)
     )
     evaluation = evaluate(
         ruleset.rules,
         model.subjects(),
         ruleset.engine,
         {"config": ruleset.config.cel_view()},
-        {obj.ref.logical_name: obj for obj in inventory.objects},
+        # Context objects are never reported on, so a ``ref`` may not point there.
+        {obj.ref.logical_name: obj for obj in inventory.reportable()},
     )
     findings.extend(evaluation.findings)
     notifications = [
         Notification(Level.ERROR, error.message, uri=error.uri) for error in inventory.read_errors
     ]
+    notifications.extend(context_notes)
+    invalid_rule = by_id.get(suppress.INVALID_RULE)
+    applied = suppress.apply(
+        findings,
+        inventory.reportable(),
+        ruleset.config,
+        known_rules=ruleset.known or set(by_id),
+        invalid_level=invalid_rule.doc.level if invalid_rule is not None else None,
+        repo_root=repo_root,
+    )
+    notifications.extend(applied.notifications)
     return Report(
-        findings=sort_findings(findings),
+        findings=sort_findings(applied.findings),
         notifications=notifications,
         rules=[rule.doc for rule in ruleset.rules],
         tool_version=__version__,
         repo_root=str(repo_root),
         stats=RunStats(
             files=inventory.files,
-            objects=len(inventory.objects),
+            objects=sum(1 for _ in inventory.reportable()),
             skipped_documents=inventory.skipped,
             subjects=evaluation.subjects,
         ),
