@@ -280,3 +280,19 @@ def test_init_target_refuses_to_overwrite(tmp_path: Path) -> None:
     assert configfile.init_target(tmp_path, force=True) == tmp_path / ".poolgate.yaml"
     with pytest.raises(UsageError, match="no such directory"):
         configfile.init_target(tmp_path / "missing" / "c.yaml", force=False)
+
+
+def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:
+    """The README's configuration example loads with no warning (it names every key)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Configuration") :]
+    example = section[section.index("```yaml\n") + 8 : section.index("```\n", 10)]
+    (tmp_path / "policy" / "rules").mkdir(parents=True)
+    loaded = configfile.load(write(tmp_path / ".poolgate.yaml", example))
+    assert loaded.warnings == ()
+    spec_keys = set(configfile.schema()["properties"]["spec"]["properties"])
+    assert {
+        line.split(":")[0].strip()
+        for line in example.splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    } >= spec_keys
