@@ -1,10 +1,19 @@
-"""Named kind sets, and where each pod-template kind keeps its pod spec.
+"""Named kind sets, and where each workload kind keeps its pod templates.
 
-Rules match on these names (``match.kinds``) and the model uses the paths, so
-no rule ever switches on kinds itself.
+Rules match on these names (``match.kinds``) and the model uses the extractors,
+so no rule ever switches on kinds itself. Core kinds are recognised by kind
+alone (as they always were); GPU workload CRDs also by API group, so an
+unrelated CRD that happens to be called ``Rollout`` or ``PyTorchJob`` is not
+misread as a pod template.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanner.inventory import join_path
 
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
@@ -19,11 +28,250 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 }
 """Pod-template-bearing core kinds -> the keys leading to their pod spec."""
 
-WORKLOAD_KINDS: frozenset[str] = frozenset(POD_SPEC_PATHS)
-
 CONTAINER_FIELDS: tuple[tuple[str, str], ...] = (
     ("initContainers", "initContainer"),
     ("containers", "container"),
     ("ephemeralContainers", "ephemeralContainer"),
 )
 """Pod spec list fields holding containers, with the type name the model exposes."""
+
+KSERVE_PREDICTOR_CONTAINERS: tuple[str, ...] = (
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
+)
+"""KServe predictor fields that are one container each (``corev1.Container`` inlined):
+the framework server KServe runs as ``kserve-container`` in the predictor pod."""
+
+KSERVE_EXPLAINER_CONTAINERS: tuple[str, ...] = ("art", "alibi", "aix")
+"""KServe explainer fields that are one container each (``alibi``/``aix`` in older releases)."""
+
+INLINE_CONTAINER_NAME = "kserve-container"
+"""The name of an inline container that names none (KServe calls its framework
+container ``kserve-container``)."""
+
+Key = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    """One pod template inside an object, as written.
+
+    ``template`` names it among the object's templates: ``""`` when the object has
+    only one (core kinds, Argo Rollout), else the replica type (``Worker``), the
+    group (``headGroupSpec``, ``workerGroupSpecs[1]``) or the component
+    (``predictor``). ``spec`` is the pod spec as written (possibly not a mapping:
+    the model reports that as PG003); ``path`` is its field path.
+    ``container_fields`` are pod-spec keys that hold one container inline (KServe).
+    """
+
+    template: str
+    spec: Any
+    path: str
+    metadata: Mapping[str, Any]
+    container_fields: tuple[str, ...] = ()
+
+
+Extractor = Callable[[Mapping[str, Any]], Iterator[PodTemplate]]
+"""An object's body -> its pod templates, in document order."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadKind:
+    """A pod-template-bearing kind: ``group`` is its API group, or None to accept any
+    (core kinds keep being recognised by kind alone)."""
+
+    kind: str
+    group: str | None
+    templates: Extractor = field(repr=False)
+
+
+def api_group(api_version: str) -> str:
+    """``apps/v1`` -> ``apps``; ``v1`` (core) -> ``""``."""
+    group, slash, _ = api_version.rpartition("/")
+    return group if slash else ""
+
+
+def _at(node: Any, keys: tuple[Key, ...]) -> Any:
+    """Follow ``keys`` (mapping keys and list indices); None when the way is broken."""
+    for key in keys:
+        if isinstance(key, int):
+            if not isinstance(node, list) or key >= len(node):
+                return None
+            node = node[key]
+        elif isinstance(node, Mapping):
+            node = node.get(key)
+        else:
+            return None
+    return node
+
+
+def _path(keys: tuple[Key, ...]) -> str:
+    path = ""
+    for key in keys:
+        path = join_path(path, key)
+    return path
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _core(keys: tuple[str, ...]) -> Extractor:
+    """Core kinds: one pod spec at ``keys``; its metadata is the template's (a Pod's own)."""
+
+    path = _path(keys)  # static: computed once, not per object
+
+    def extract(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+        parent = body if len(keys) == 1 else _at(body, keys[:-1])
+        if not isinstance(parent, Mapping):
+            return
+        meta = body.get("metadata") if len(keys) == 1 else parent.get("metadata")
+        yield PodTemplate("", parent.get(keys[-1]), path, _mapping(meta))
+
+    return extract
+
+
+def _template_at(
+    body: Mapping[str, Any], keys: tuple[Key, ...], name: str
+) -> Iterator[PodTemplate]:
+    """A ``PodTemplateSpec`` at ``keys``: its ``spec`` and ``metadata``."""
+    template = _at(body, keys)
+    if isinstance(template, Mapping):
+        yield PodTemplate(
+            name, template.get("spec"), _path((*keys, "spec")), _mapping(template.get("metadata"))
+        )
+
+
+def _replica_specs(field_name: str) -> Extractor:
+    """Kubeflow training jobs: ``spec.<field>.<ReplicaType>.template`` per replica type."""
+
+    def extract(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+        specs = _at(body, ("spec", field_name))
+        if not isinstance(specs, Mapping):
+            return
+        for replica_type in specs:
+            if isinstance(replica_type, str):
+                yield from _template_at(
+                    body, ("spec", field_name, replica_type, "template"), replica_type
+                )
+
+    return extract
+
+
+def _indexed(body: Mapping[str, Any], list_keys: tuple[Key, ...]) -> Iterator[tuple[int, str]]:
+    """(index, ``field[index]``) for every item of the list at ``list_keys``."""
+    items = _at(body, list_keys)
+    if isinstance(items, list):
+        name = str(list_keys[-1])
+        for index in range(len(items)):
+            yield index, f"{name}[{index}]"
+
+
+def _ray_cluster_spec(body: Mapping[str, Any], prefix: tuple[Key, ...]) -> Iterator[PodTemplate]:
+    yield from _template_at(body, (*prefix, "headGroupSpec", "template"), "headGroupSpec")
+    for index, name in _indexed(body, (*prefix, "workerGroupSpecs")):
+        yield from _template_at(body, (*prefix, "workerGroupSpecs", index, "template"), name)
+
+
+def _ray_cluster(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    yield from _ray_cluster_spec(body, ("spec",))
+
+
+def _ray_job(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    yield from _ray_cluster_spec(body, ("spec", "rayClusterSpec"))
+    yield from _template_at(body, ("spec", "submitterPodTemplate"), "submitterPodTemplate")
+
+
+def _ray_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    yield from _ray_cluster_spec(body, ("spec", "rayClusterConfig"))
+
+
+def _jobset(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    for index, name in _indexed(body, ("spec", "replicatedJobs")):
+        keys: tuple[Key, ...] = ("spec", "replicatedJobs", index, "template", "spec", "template")
+        yield from _template_at(body, keys, name)
+
+
+def _leader_worker_set(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    for name in ("leaderTemplate", "workerTemplate"):
+        yield from _template_at(body, ("spec", "leaderWorkerTemplate", name), name)
+
+
+def _rollout(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    yield from _template_at(body, ("spec", "template"), "")
+
+
+def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    """KServe: each component (predictor, its multi-node workerSpec, transformer,
+    explainer) *is* a pod spec with the pod's fields inlined; framework fields such
+    as ``predictor.model`` are one container each. KServe copies the object's labels
+    and annotations to the component pods, then the component's own ``labels`` and
+    ``annotations``."""
+    object_meta = _mapping(body.get("metadata"))
+    components: tuple[tuple[str, tuple[Key, ...], tuple[str, ...]], ...] = (
+        ("predictor", ("spec", "predictor"), KSERVE_PREDICTOR_CONTAINERS),
+        ("predictor.workerSpec", ("spec", "predictor", "workerSpec"), ()),
+        ("transformer", ("spec", "transformer"), ()),
+        ("explainer", ("spec", "explainer"), KSERVE_EXPLAINER_CONTAINERS),
+    )
+    for name, keys, container_fields in components:
+        parent = _at(body, keys[:-1])
+        if not isinstance(parent, Mapping) or parent.get(keys[-1]) is None:
+            continue
+        spec = parent[keys[-1]]
+        own = _mapping(spec)
+        meta = {
+            "labels": {**_mapping(object_meta.get("labels")), **_mapping(own.get("labels"))},
+            "annotations": {
+                **_mapping(object_meta.get("annotations")),
+                **_mapping(own.get("annotations")),
+            },
+        }
+        yield PodTemplate(name, spec, _path(keys), meta, container_fields)
+
+
+def _table() -> dict[str, WorkloadKind]:
+    kinds = [WorkloadKind(kind, None, _core(keys)) for kind, keys in POD_SPEC_PATHS.items()]
+    kinds += [
+        WorkloadKind("PyTorchJob", "kubeflow.org", _replica_specs("pytorchReplicaSpecs")),
+        WorkloadKind("TFJob", "kubeflow.org", _replica_specs("tfReplicaSpecs")),
+        WorkloadKind("MPIJob", "kubeflow.org", _replica_specs("mpiReplicaSpecs")),
+        WorkloadKind("RayCluster", "ray.io", _ray_cluster),
+        WorkloadKind("RayJob", "ray.io", _ray_job),
+        WorkloadKind("RayService", "ray.io", _ray_service),
+        WorkloadKind("JobSet", "jobset.x-k8s.io", _jobset),
+        WorkloadKind("LeaderWorkerSet", "leaderworkerset.x-k8s.io", _leader_worker_set),
+        WorkloadKind("InferenceService", "serving.kserve.io", _inference_service),
+        WorkloadKind("Rollout", "argoproj.io", _rollout),
+    ]
+    return {entry.kind: entry for entry in kinds}
+
+
+WORKLOAD_TABLE: dict[str, WorkloadKind] = _table()
+"""Kind -> where its pod templates live. Small and static: built once at import."""
+
+CORE_WORKLOAD_KINDS: frozenset[str] = frozenset(POD_SPEC_PATHS)
+CRD_WORKLOAD_KINDS: frozenset[str] = frozenset(WORKLOAD_TABLE) - CORE_WORKLOAD_KINDS
+WORKLOAD_KINDS: frozenset[str] = frozenset(WORKLOAD_TABLE)
+"""Every kind that carries pod templates (core kinds and the GPU workload CRDs)."""
+
+DRA_GROUP = "resource.k8s.io"
+RESOURCE_CLAIM_KINDS: frozenset[str] = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
+DEVICE_CLASS_KIND = "DeviceClass"
+
+
+def workload_kind(kind: str, api_version: str) -> WorkloadKind | None:
+    """The table entry for an object, or None when it carries no pod template we know."""
+    entry = WORKLOAD_TABLE.get(kind)
+    if entry is None or (entry.group is not None and api_group(api_version) != entry.group):
+        return None
+    return entry

@@ -14,7 +14,16 @@
 * ``runtimeClassName`` and ``serviceAccountName`` (empty when unset);
 * ``selectedLabels``: node label key -> allowed values that every placement must
   satisfy (``nodeSelector``, or a key every required node-affinity term pins with ``In``);
-* ``tolerations``: the pod's tolerations as written.
+* ``tolerations``: the pod's tolerations as written;
+* ``template``: which of the object's pod templates this is (``""`` for core kinds
+  and Argo Rollouts, ``Worker``, ``headGroupSpec``, ``workerGroupSpecs[1]``,
+  ``predictor``, ...): a GPU workload CRD with several templates is one workload
+  per template, each with its own ``podSpecPath``;
+* ``draClaims``: the pod's DRA ``resourceClaims`` resolved to ResourceClaims and
+  ResourceClaimTemplates (see ``scanner.model.dra``), and ``gpuViaDra``: whether
+  one of them requests a GPU DeviceClass (``gpu`` is then true as well).
+
+Which kinds carry pod templates, and where, is the table in ``scanner.kinds``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from scanner.inventory import InvalidDocument, KubeObject, join_path
-from scanner.kinds import CONTAINER_FIELDS, POD_SPEC_PATHS
+from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, workload_kind
+from scanner.model.dra import DraResolver
+from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
 
 GPU_RESOURCE = re.compile(r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9.]+?(?:\.shared)?)$")
@@ -39,7 +50,8 @@ class Workload:
     """A pod-template-bearing object and its derived facts (the CEL ``workload``)."""
 
     obj: KubeObject
-    facts: Mapping[str, Any]
+    facts: dict[str, Any]
+    """Mutable while the model is built (joins add facts); read-only afterwards."""
 
     @property
     def is_gpu(self) -> bool:
@@ -48,71 +60,85 @@ class Workload:
 
 def build_workloads(
     objects: Iterable[KubeObject],
+    index: ObjectIndex | None = None,
 ) -> tuple[list[Workload], list[InvalidDocument]]:
-    """Every workload among ``objects``; pod specs that are not mappings become PG003."""
+    """Every workload among ``objects``, one per pod template; pod specs that are not
+    mappings become PG003. ``index`` (all objects of the run) resolves DRA claims;
+    without it no claim is found."""
+    dra = DraResolver(index)
     workloads: list[Workload] = []
     invalid: list[InvalidDocument] = []
     for obj in objects:
-        keys = POD_SPEC_PATHS.get(obj.kind)
-        if keys is None:
+        entry = workload_kind(obj.kind, obj.api_version)
+        if entry is None:
             continue
-        pod_spec, pod_meta, path = _descend(obj.body, keys)
-        if not isinstance(pod_spec, Mapping):
-            if pod_spec is not None:
-                line, column = obj.position(path)
-                invalid.append(
-                    InvalidDocument(
-                        "PG003",
-                        f"{obj.kind} {obj.name or '(unnamed)'}: "
-                        f"pod spec at {path} is not a mapping",
-                        obj.origin,
-                        line,
-                        column,
-                        obj.ref,
-                        path,
+        for template in entry.templates(obj.body):
+            pod_spec, path = template.spec, template.path
+            if not isinstance(pod_spec, Mapping):
+                if pod_spec is not None:
+                    line, column = obj.position(path)
+                    invalid.append(
+                        InvalidDocument(
+                            "PG003",
+                            f"{obj.kind} {obj.name or '(unnamed)'}: "
+                            f"pod spec at {path} is not a mapping",
+                            obj.origin,
+                            line,
+                            column,
+                            obj.ref,
+                            path,
+                        )
                     )
-                )
-            continue
-        workloads.append(Workload(obj, workload_facts(obj, pod_spec, pod_meta, path)))
+                continue
+            facts = workload_facts(
+                obj,
+                pod_spec,
+                template.metadata,
+                path,
+                template=template.template,
+                container_fields=template.container_fields,
+                dra=dra,
+            )
+            workloads.append(Workload(obj, facts))
     return workloads, invalid
 
 
-def _descend(body: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Any, Any, str]:
-    """Follow ``keys`` into ``body``: (pod spec, pod template metadata, pod spec path)."""
-    node: Any = body
-    parent: Any = None
-    path = ""
-    for key in keys:
-        if not isinstance(node, Mapping):
-            return None, None, path
-        parent = node
-        node = node.get(key)
-        path = join_path(path, key)
-    meta = parent.get("metadata") if isinstance(parent, Mapping) and len(keys) > 1 else None
-    if len(keys) == 1:  # a Pod: its own metadata is the pod's
-        meta = body.get("metadata")
-    return node, meta if isinstance(meta, Mapping) else {}, path
-
-
 def workload_facts(
-    obj: KubeObject, pod_spec: Mapping[str, Any], pod_meta: Mapping[str, Any], path: str
+    obj: KubeObject,
+    pod_spec: Mapping[str, Any],
+    pod_meta: Mapping[str, Any],
+    path: str,
+    *,
+    template: str = "",
+    container_fields: tuple[str, ...] = (),
+    dra: DraResolver | None = None,
 ) -> dict[str, Any]:
-    containers = list(_containers(pod_spec, path))
+    """The CEL ``workload`` of one pod template (see the module docstring).
+
+    ``container_fields`` are pod-spec keys holding one container inline (KServe's
+    ``predictor.model``); ``dra`` resolves the pod's resource claims.
+    """
+    containers = list(_containers(pod_spec, path, container_fields))
     gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]
     namespace = obj.namespace
+    dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
+    gpu_via_dra = any(claim["gpu"] for claim in dra_claims)
     return {
         "apiVersion": obj.api_version,
         "kind": obj.kind,
         "name": obj.name,
         "namespace": namespace or "default",
         "namespaceSet": bool(namespace),
+        "template": template,
         "podSpec": pod_spec,
         "podSpecPath": path,
         "podLabels": _string_map(pod_meta.get("labels")),
         "podAnnotations": _string_map(pod_meta.get("annotations")),
         "containers": containers,
-        "gpu": bool(gpu_resources),
+        "gpu": bool(gpu_resources) or gpu_via_dra,
         "gpuResources": gpu_resources,
+        "gpuViaDra": gpu_via_dra,
+        "draClaims": dra_claims,
         "runtimeClassName": _text(pod_spec.get("runtimeClassName")),
         "serviceAccountName": _text(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
@@ -122,17 +148,35 @@ def workload_facts(
     }
 
 
-def _containers(pod_spec: Mapping[str, Any], pod_path: str) -> Iterator[dict[str, Any]]:
+def _containers(
+    pod_spec: Mapping[str, Any], pod_path: str, inline_fields: tuple[str, ...] = ()
+) -> Iterator[dict[str, Any]]:
     for field_name, container_type in CONTAINER_FIELDS:
+        if field_name == "containers":
+            # Inline containers (KServe framework specs) run beside the listed ones.
+            for inline in inline_fields:
+                container = pod_spec.get(inline)
+                if isinstance(container, Mapping):
+                    yield _container(
+                        container,
+                        join_path(pod_path, inline),
+                        container_type,
+                        INLINE_CONTAINER_NAME,
+                    )
         list_path = join_path(pod_path, field_name)
         for index, container in enumerate(_list(pod_spec.get(field_name))):
-            if not isinstance(container, Mapping):
-                continue
-            facts = dict(container)
-            facts["path"] = join_path(list_path, index)
-            facts["type"] = container_type
-            facts["name"] = _text(container.get("name"))
-            yield facts
+            if isinstance(container, Mapping):
+                yield _container(container, join_path(list_path, index), container_type)
+
+
+def _container(
+    container: Mapping[str, Any], path: str, container_type: str, default_name: str = ""
+) -> dict[str, Any]:
+    facts = dict(container)
+    facts["path"] = path
+    facts["type"] = container_type
+    facts["name"] = _text(container.get("name")) or default_name
+    return facts
 
 
 def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
