@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
+from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Workload, build_workloads
 
 
@@ -49,5 +50,5 @@ class Model:
 
 def build_model(inventory: Inventory) -> Model:
     """Derive every fact once."""
-    workloads, invalid = build_workloads(inventory.objects)
+    workloads, invalid = build_workloads(inventory.objects, ObjectIndex(inventory.objects))
     return Model(objects=inventory.objects, workloads=workloads, invalid=invalid)
