@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from scanner.rules import Rule
+from scanner.rules import MODES, Rule
 
 
 def render_list(rules: Sequence[Rule], fmt: str) -> str:
@@ -47,6 +47,10 @@ def render_rule(rule: Rule) -> str:
     ]
     if rule.kinds:
         lines.append(f"kinds:     {', '.join(sorted(rule.kinds))}")
+    if rule.modes != frozenset(MODES):
+        lines.append(f"runs in:   {', '.join(m for m in MODES if m in rule.modes)} only")
+    if rule.needs:
+        lines.append(f"needs:     {', '.join(sorted(rule.needs))}")
     if doc.security_severity is not None:
         lines.append(f"severity:  {doc.security_severity:.1f}")
     if doc.tags:
@@ -100,6 +104,8 @@ def render_markdown(rules: Sequence[Rule]) -> str:
             facts += f" · **Security severity:** {doc.security_severity:.1f}"
         if not rule.enabled:
             facts += " · off by default"
+        if rule.modes != frozenset(MODES):
+            facts += f" · {' and '.join(m for m in MODES if m in rule.modes)} only"
         out += [
             facts,
             "",

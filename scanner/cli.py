@@ -200,6 +200,248 @@ def scan(
     return pipeline.exit_code(report, fail_on)
 
 
+cluster_options = [
+    click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        help="Kubeconfig file (default: KUBECONFIG, in-cluster config, ~/.kube/config).",
+    ),
+    click.option("--context", "kube_context", help="Kubeconfig context (default: current)."),
+    click.option(
+        "--progress", is_flag=True, help="Per-kind progress on stderr (always on a terminal)."
+    ),
+    click.option(
+        "--page-size",
+        type=click.IntRange(1, 10_000),
+        default=500,
+        show_default=True,
+        help="Objects per list request (limit/continue pagination).",
+    ),
+    click.option(
+        "--request-timeout",
+        type=click.FloatRange(min=0.1),
+        default=60.0,
+        show_default=True,
+        help="Seconds to wait for one API response before retrying.",
+    ),
+    click.option("--enable", multiple=True, help="Enable rule ids that are off by default."),
+    click.option(
+        "--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated)."
+    ),
+    click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Configuration file (default: .poolgate.yaml found upward from here).",
+    ),
+]
+
+
+def with_cluster_options(func: Any) -> Any:
+    for option in reversed(cluster_options):
+        func = option(func)
+    return with_rule_options(func)
+
+
+def _audit_ruleset(
+    config_file: Path | None,
+    enable: Sequence[str],
+    disable: Sequence[str],
+    rule_dirs: Sequence[Path],
+    cel_engine: str,
+) -> Any:
+    from scanner import configfile, pipeline
+
+    loaded = configfile.resolve([], config_file)
+    _warn_all(loaded.warnings)
+    options = pipeline.ScanOptions(
+        rule_dirs=rule_dirs,
+        enable=_split_ids(enable),
+        disable=_split_ids(disable),
+        engine=cel_engine,
+        config=loaded.config,
+        mode="audit",
+    )
+    return pipeline.load_ruleset(options)
+
+
+def _cluster_settings(page_size: int, request_timeout: float) -> Any:
+    from scanner.sources.cluster import Settings
+
+    return Settings(page_size=page_size, request_timeout=request_timeout)
+
+
+@cli.command()
+@click.option(
+    "--snapshot",
+    "snapshot_file",
+    type=click.Path(dir_okay=False),
+    help="Audit a snapshot (poolgate snapshot, or any kubectl get -o yaml|json List) "
+    "instead of a live cluster.",
+)
+@click.option(
+    "--compare",
+    type=click.Path(dir_okay=False),
+    help="A previous --format json report: mark findings new, unchanged or resolved.",
+)
+@click.option(
+    "--now",
+    "now_text",
+    metavar="RFC3339",
+    help="Judge durations (Pending for N minutes) as of this time "
+    "(default: when the cluster was read).",
+)
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(FORMATS),
+    help="Report format (repeatable, paired with --output). Default: github under "
+    "GitHub Actions, else text.",
+)
+@click.option("--output", "-o", "outputs", multiple=True, help="Report file for each --format.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "note", "never"]),
+    default="error",
+    show_default=True,
+    help="Lowest level that makes the exit code 1.",
+)
+@click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
+@click.option("--verbose", "-v", is_flag=True, help="Also report skipped items.")
+@with_cluster_options
+def audit(
+    snapshot_file: str | None,
+    compare: str | None,
+    now_text: str | None,
+    formats: tuple[str, ...],
+    outputs: tuple[str, ...],
+    fail_on: str,
+    show_suppressed: bool,
+    verbose: bool,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    progress: bool,
+    page_size: int,
+    request_timeout: float,
+    enable: tuple[str, ...],
+    disable: tuple[str, ...],
+    config_file: Path | None,
+    rule_dirs: tuple[Path, ...],
+    cel_engine: str,
+) -> int:
+    """Audit a live cluster (or a snapshot of one) with the rules, live-only rules included.
+
+    Needs read access (get/list) to the kinds the enabled rules read; deploy/ has a
+    ClusterRole with exactly those. A kind that is forbidden is reported with the
+    rules that could not run, and the exit code is 3 when nothing else failed.
+    """
+    from dataclasses import replace
+    from functools import partial
+
+    from scanner import audit as auditing
+    from scanner import drift, output, pipeline
+    from scanner.errors import UsageError
+    from scanner.reporters import writer_for
+    from scanner.sources import snapshot
+    from scanner.sources.cluster import Target
+
+    destinations = output.pair(formats, outputs, _default_format())
+    if snapshot_file is not None and kubeconfig is not None:
+        raise UsageError("--snapshot and --kubeconfig exclude each other")
+    previous = drift.load_previous(compare) if compare is not None else None
+    now = None
+    if now_text is not None:
+        try:
+            now = snapshot.parse_time(now_text)
+        except ValueError:
+            raise UsageError(
+                f"--now {now_text!r} is not an RFC 3339 time", hint="e.g. 2025-06-01T02:00:00Z"
+            ) from None
+    ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
+    if snapshot_file is not None:
+        capture = snapshot.read(snapshot_file, kube_context)
+    else:
+        capture = auditing.read_cluster(
+            Target(kubeconfig, kube_context),
+            _cluster_settings(page_size, request_timeout),
+            ruleset.rules,
+            ruleset.config.operator_namespaces,
+            auditing.stderr_progress(progress),
+        )
+    report, coverage = auditing.evaluate(capture, ruleset, now=now)
+    changes = None
+    if previous is not None and compare is not None:
+        ran = {rule.id for rule in ruleset.rules} - coverage.blocked
+        changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
+    for destination in destinations:
+        color = (
+            destination.is_stdout
+            and destination.format == "text"
+            and sys.stdout.isatty()
+            and "NO_COLOR" not in os.environ
+        )
+        shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
+        write = writer_for(destination.format)
+        if changes is not None:
+            write = drift.wrap(destination.format, write, changes)
+        output.write(destination, partial(write, shown))
+    return pipeline.exit_code(report, fail_on)
+
+
+@cli.command("snapshot")
+@click.option(
+    "--output", "-o", "output_file", required=True, help="File to write the snapshot to (JSON)."
+)
+@with_cluster_options
+def snapshot_command(
+    output_file: str,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    progress: bool,
+    page_size: int,
+    request_timeout: float,
+    enable: tuple[str, ...],
+    disable: tuple[str, ...],
+    config_file: Path | None,
+    rule_dirs: tuple[Path, ...],
+    cel_engine: str,
+) -> int:
+    """Write the objects the enabled rules need (never Secrets) to one JSON List.
+
+    `poolgate audit --snapshot FILE` audits it later, anywhere, with the same
+    findings a live audit would have given at capture time.
+    """
+    from functools import partial
+
+    from scanner import audit as auditing
+    from scanner import output
+    from scanner.sources import snapshot
+    from scanner.sources.cluster import Target
+
+    destination = output.Destination("json", output_file)
+    if not destination.is_stdout:
+        output.check_writable(Path(output_file))
+    ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
+    capture = auditing.read_cluster(
+        Target(kubeconfig, kube_context),
+        _cluster_settings(page_size, request_timeout),
+        ruleset.rules,
+        ruleset.config.operator_namespaces,
+        auditing.stderr_progress(progress),
+    )
+    output.write(destination, partial(snapshot.write, capture))
+    for item in capture.unavailable:
+        where = f" in namespace {item.namespace}" if item.namespace else ""
+        _warn(
+            f"could not list {snapshot.kind_label(item.key)}{where}: {item.status}: {item.message}"
+        )
+    if not destination.is_stdout:
+        count = len(capture.objects)
+        _note(f"wrote {count:,} objects from context {capture.context} to {output_file}")
+    return EXIT_INCOMPLETE if capture.unavailable else EXIT_OK
+
+
 @cli.group()
 def rules() -> None:
     """The rule catalog: list, show one, run the rule fixtures."""

@@ -7,6 +7,7 @@ so that ``poolgate scan`` and ``poolgate rules test`` run exactly the same path.
 
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 from collections.abc import Sequence
@@ -41,6 +42,9 @@ class ScanOptions:
     include_bundled: bool = True
     enable_all: bool = False
     """Run every rule, including those off by default (fixture tests)."""
+    mode: str = "scan"
+    """``scan`` or ``audit``: rules whose ``modes`` leave this one out do not run
+    (``enable_all`` runs them anyway: fixture tests cover audit-only rules too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,15 @@ def load_ruleset(options: ScanOptions) -> Ruleset:
         raise UsageError(f"unknown rule id {', '.join(unknown)}", hint="see `poolgate rules list`")
     configfile.check_rule_ids(options.config, known)
     selected = rules if options.enable_all else select(rules, options.enable, options.disable)
+    if not options.enable_all:
+        other_mode = {rule.id for rule in rules if options.mode not in rule.modes}
+        elsewhere = sorted(set(options.enable) & other_mode)
+        if elsewhere:
+            raise UsageError(
+                f"{', '.join(elsewhere)} cannot run in {options.mode}",
+                hint="see the rule's modes in `poolgate rules show`",
+            )
+        selected = [rule for rule in selected if options.mode in rule.modes]
     return Ruleset(engine, selected, options.config, frozenset(known))
 
 
@@ -78,6 +91,7 @@ def scan_paths(
     stdin: TextIO | None = None,
     context: Sequence[str] = (),
     render: RenderOptions | None = None,
+    now: datetime.datetime | None = None,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
@@ -94,7 +108,7 @@ def scan_paths(
     if context:
         objects, notes = load_context(context, root, inventory)
         inventory.objects.extend(objects)
-    return evaluate_inventory(inventory, ruleset, root, notes)
+    return evaluate_inventory(inventory, ruleset, root, notes, now=now)
 
 
 def check_context_paths(paths: Sequence[str]) -> None:
@@ -144,7 +158,12 @@ def evaluate_inventory(
     ruleset: Ruleset,
     repo_root: Path,
     context_notes: Sequence[Notification] = (),
+    *,
+    now: datetime.datetime | None = None,
 ) -> Report:
+    """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
+    durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
+    cluster was read, fixture tests a fixed time; default the current time."""
     model = build_model(inventory)
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
@@ -157,7 +176,7 @@ def evaluate_inventory(
         ruleset.rules,
         model.subjects(),
         ruleset.engine,
-        {"config": ruleset.config.cel_view()},
+        {"config": ruleset.config.cel_view(), "cluster": {"now": _rfc3339(now)}},
         # Context objects are never reported on, so a ``ref`` may not point there.
         {obj.ref.logical_name: obj for obj in inventory.reportable()},
     )
@@ -189,6 +208,11 @@ def evaluate_inventory(
             subjects=evaluation.subjects,
         ),
     )
+
+
+def _rfc3339(moment: datetime.datetime | None) -> str:
+    moment = moment or datetime.datetime.now(datetime.UTC)
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def apply_baseline(report: Report, known: frozenset[str]) -> Report:

@@ -29,6 +29,10 @@ DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004")
 documents (PG001-PG003) and checking suppressions (PG004, ``scanner.suppress``)."""
 
 
+MODES = ("scan", "audit")
+"""``scan`` reads manifests; ``audit`` reads a live cluster or a snapshot of one."""
+
+
 @dataclass(frozen=True, slots=True)
 class Validation:
     """A VAP-style check: ``expression`` is true when the subject complies."""
@@ -51,6 +55,11 @@ class Rule:
     violations: Program | None = None
     validations: tuple[Validation, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
+    modes: frozenset[str] = frozenset(MODES)
+    """Where the rule runs: ``scan`` (manifests) and/or ``audit`` (live cluster state)."""
+    needs: frozenset[str] = frozenset()
+    """Kinds the rule's facts are joined from, besides its subjects: the audit lists
+    them, and does not run the rule when one of them cannot be read."""
 
     @property
     def id(self) -> str:
@@ -234,6 +243,8 @@ def _compile(
         violations=violations,
         validations=tuple(validations),
         params=params,
+        modes=frozenset(body.get("modes", MODES)),
+        needs=frozenset(body.get("needs", ())),
     )
 
 

@@ -6,10 +6,15 @@ In ``fire`` files every line a finding is expected on carries a trailing
 ``# expect: PG301, PG501`` for two rules). The findings of the directory's rule
 must land on exactly the marked lines; ``pass`` files (near-misses) must produce
 none. Findings of other rules are ignored, so fixtures can stay realistic.
+
+Audit-only rules run here too (fixtures are live-shaped objects with ``status``),
+judged as of ``FIXTURE_NOW``: a fixture pod created an hour before it has been
+Pending for an hour, whatever the date the tests run on.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +23,9 @@ from pathlib import Path
 
 from scanner.findings import Finding
 from scanner.pipeline import Ruleset, scan_paths
+
+FIXTURE_NOW = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)
+"""The time fixtures are judged at (CEL ``cluster.now`` = ``2025-06-01T12:00:00Z``)."""
 
 _MARKER = re.compile(r"#\s*expect:\s*(?P<ids>[A-Z0-9 ,x]+?)\s*$")
 _ITEM = re.compile(r"^(?P<id>[A-Z][A-Z0-9]*\d{3})(?:\s+x(?P<count>\d+))?$")
@@ -99,7 +107,7 @@ def run(root: Path, ruleset: Ruleset) -> list[FixtureResult]:
 def check_file(
     path: Path, rule_id: str, ruleset: Ruleset, *, expect_findings: bool
 ) -> FixtureResult:
-    report = scan_paths([str(path)], ruleset, repo_root=path.parent)
+    report = scan_paths([str(path)], ruleset, repo_root=path.parent, now=FIXTURE_NOW)
     findings = tuple(report.findings)
     actual = Counter(f.location.line for f in findings if f.rule_id == rule_id)
     text = path.read_text(encoding="utf-8", errors="replace")

@@ -31,7 +31,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, TextIO, cast
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from scanner.findings import Finding, Level, Notification, Outcome
 from scanner.reporters import Report
@@ -202,8 +202,11 @@ def cluster_uri(uri: str) -> str:
     yet .NET's ``Uri`` (SARIF SDK, Multitool) rejects it and silently drops the
     whole log, so such a context moves into the first path segment behind an
     empty authority: ``cluster:///admin%40prod/...``. Plain host names stay put.
+    Live objects arrive with the context already percent-encoded (an EKS ARN holds
+    '/'), so it is decoded first and encoded exactly once here.
     """
     context, _, path = uri[len(_CLUSTER_SCHEME) :].partition("/")
+    context = unquote(context)
     if _HOST.fullmatch(context):
         return f"{_CLUSTER_SCHEME}{context}/{quote(path)}"
     return f"{_CLUSTER_SCHEME}/{quote(context, safe='')}/{quote(path)}"

@@ -1,0 +1,202 @@
+"""Drift between two audits: which findings are new, unchanged or resolved since last night.
+
+``poolgate audit --compare PREVIOUS.json`` reads an earlier ``--format json``
+report and matches findings by fingerprint (rule, object identity, field path:
+never line numbers or message text, so a pod Pending for 40 minutes last night
+and 1,480 minutes tonight is the same finding). Only violations count on either
+side; suppressed findings and rules that could not be evaluated do not.
+
+A finding of last night is *resolved* only if tonight's audit could have seen it
+again: when its rule did not run, or did not run on its object's kind (forbidden,
+not in the snapshot, disabled), it is *unverified* instead. A nightly report that
+turns "403 on Pods" into "all Pending pods fixed" would be worse than none.
+
+Reports: the text report leads with what changed; JSON gains a ``drift`` section
+and a ``drift`` key on every finding (``new`` | ``unchanged``); SARIF results get
+``baselineState`` (``new`` | ``unchanged``), which code-scanning viewers understand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from scanner.errors import UsageError
+from scanner.findings import Finding, Outcome
+from scanner.reporters import Report, Writer
+
+NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    previous: str
+    """The previous report's path, as given."""
+    new: tuple[Finding, ...]
+    unchanged: tuple[Finding, ...]
+    resolved: tuple[Mapping[str, Any], ...]
+    """Last night's findings (as the JSON report had them) that are gone."""
+    unverified: tuple[Mapping[str, Any], ...]
+    """Last night's findings tonight's audit could not check again."""
+
+    def states(self) -> dict[str, str]:
+        states = {f.fingerprint: UNCHANGED for f in self.unchanged}
+        states.update({f.fingerprint: NEW for f in self.new})
+        return states
+
+
+def load_previous(path: str) -> list[Mapping[str, Any]]:
+    """The violations of a previous ``--format json`` report; a usage error if it is not one."""
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"--compare {path}: no such file", hint="give last night's JSON report")
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--compare {path}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}"
+        ) from None
+    if (
+        not isinstance(document, dict)
+        or document.get("version") != 1
+        or not isinstance(document.get("findings"), list)
+    ):
+        raise UsageError(
+            f"--compare {path}: not a poolgate JSON report (version 1)",
+            hint="write one with `poolgate audit --format json --output FILE`",
+        )
+    return [
+        entry
+        for entry in document["findings"]
+        if isinstance(entry, dict)
+        and isinstance(entry.get("fingerprint"), str)
+        and entry.get("outcome", "fail") == "fail"
+        and entry.get("suppression") is None
+    ]
+
+
+Checked = Callable[[str, str], bool]
+"""(rule id, object kind) -> whether tonight's audit could have reported it again."""
+
+
+def compare(
+    report: Report, previous: Sequence[Mapping[str, Any]], path: str, checked: Checked
+) -> Drift:
+    current = [
+        finding
+        for finding in report.findings
+        if finding.outcome is Outcome.FAIL and finding.suppression is None
+    ]
+    before = {str(entry["fingerprint"]): entry for entry in previous}
+    now = {finding.fingerprint for finding in current}
+    resolved: list[Mapping[str, Any]] = []
+    unverified: list[Mapping[str, Any]] = []
+    for fingerprint, entry in before.items():
+        if fingerprint in now:
+            continue
+        kind = (
+            entry.get("object", {}).get("kind", "") if isinstance(entry.get("object"), dict) else ""
+        )
+        if checked(str(entry.get("ruleId", "")), str(kind)):
+            resolved.append(entry)
+        else:
+            unverified.append(entry)
+    return Drift(
+        previous=path,
+        new=tuple(f for f in current if f.fingerprint not in before),
+        unchanged=tuple(f for f in current if f.fingerprint in before),
+        resolved=tuple(resolved),
+        unverified=tuple(unverified),
+    )
+
+
+def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checked:
+    """``checked`` for an audit where rules ``ran`` and (rule, kind) pairs were ``unseen``."""
+    ran_set, unseen_set = frozenset(ran), frozenset(unseen)
+    return lambda rule, kind: rule in ran_set and (rule, kind) not in unseen_set
+
+
+# -- reports -----------------------------------------------------------------------
+
+
+def wrap(fmt: str, write: Writer, drift: Drift) -> Writer:
+    """``write`` for format ``fmt``, with the drift added where that format can carry it."""
+    if fmt == "text":
+        return lambda report, stream: _text(report, stream, write, drift)
+    if fmt == "json":
+        return lambda report, stream: _json(report, stream, drift)
+    if fmt == "sarif":
+        return lambda report, stream: _sarif(report, stream, drift)
+    return write
+
+
+def counts(drift: Drift) -> dict[str, int]:
+    return {
+        NEW: len(drift.new),
+        UNCHANGED: len(drift.unchanged),
+        RESOLVED: len(drift.resolved),
+        UNVERIFIED: len(drift.unverified),
+    }
+
+
+def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
+    from scanner.reporters.text import _safe  # same escaping as the rest of the report
+
+    numbers = counts(drift)
+    head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
+    if numbers[UNVERIFIED]:
+        head += f", {numbers[UNVERIFIED]} not checked this time"
+    stream.write(f"Since the last audit ({_safe(drift.previous)}): {head}\n")
+    for finding in drift.new:
+        stream.write(
+            f"  new       {_safe(finding.location.uri)} {finding.level} {finding.rule_id} "
+            f"{_safe(finding.message)}\n"
+        )
+    for label, entries in (("resolved  ", drift.resolved), ("unchecked ", drift.unverified)):
+        for entry in entries:
+            location = entry.get("location")
+            uri = location.get("uri", "") if isinstance(location, dict) else ""
+            stream.write(
+                f"  {label}{_safe(str(uri))} {entry.get('level', '')} {entry.get('ruleId', '')} "
+                f"{_safe(str(entry.get('message', '')))}\n"
+            )
+    stream.write("\n")
+    write(report, stream)
+
+
+def _json(report: Report, stream: TextIO, drift: Drift) -> None:
+    from scanner.reporters.json import to_document
+
+    document = to_document(report)
+    states = drift.states()
+    for entry in document["findings"]:
+        state = states.get(entry["fingerprint"])
+        if state is not None:
+            entry["drift"] = state
+    document["drift"] = {
+        "previous": drift.previous,
+        "counts": counts(drift),
+        "new": [finding.fingerprint for finding in drift.new],
+        "unchanged": [finding.fingerprint for finding in drift.unchanged],
+        "resolved": list(drift.resolved),
+        "unverified": list(drift.unverified),
+    }
+    stream.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _sarif(report: Report, stream: TextIO, drift: Drift) -> None:
+    from scanner.reporters.sarif import FINGERPRINT_KEY, build_log
+
+    log = build_log(report)
+    states = drift.states()
+    for run in log.get("runs", []):
+        for result in run.get("results", []):
+            fingerprint = result.get("partialFingerprints", {}).get(FINGERPRINT_KEY)
+            if fingerprint in states:
+                result["baselineState"] = states[fingerprint]
+    stream.write(json.dumps(log, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,319 @@
+"""Cluster snapshots: what ``poolgate snapshot`` writes and ``poolgate audit --snapshot`` reads.
+
+A snapshot is a ``v1`` ``List`` (JSON), so ``kubectl`` and ``jq`` read it too.
+poolgate records what it knows about the capture in the List's
+``metadata.annotations``:
+
+* ``poolgate.io/context``: the kubeconfig context (``in-cluster`` inside a pod);
+* ``poolgate.io/captured-at``: when the listing started (RFC 3339, UTC); the audit
+  of a snapshot judges durations (a pod Pending for 10 minutes) as of this time;
+* ``poolgate.io/listed``: every kind that was listed to the end, as ``Kind.group``
+  (``Pod``, ``Deployment.apps``), so an audit knows which kinds are complete;
+* ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
+  (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
+  ``failed``), so auditing the snapshot says exactly what the live audit said.
+
+Any other ``List`` works too (``kubectl get nodes,pods -A -o yaml``, or a
+``PodList`` straight from the API, whose items lack ``kind``): without the
+annotations the context is ``--context`` (or ``snapshot``), the audit time is now,
+and the kinds present are taken as everything there is.
+
+Objects become inventory objects with ``cluster://<context>/<namespace>/<Kind>/<name>``
+URIs (source type ``cluster``) and no line map, exactly like live objects, so an
+audit of a snapshot reports the same findings as the live audit it came from.
+The context is percent-encoded: EKS context names are ARNs holding ``/`` and ``:``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from scanner.errors import UsageError
+from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin
+
+SCHEME = "cluster://"
+SOURCE_TYPE = "cluster"
+DEFAULT_CONTEXT = "snapshot"
+"""Context of a snapshot that names none (a ``kubectl`` dump) when ``--context`` is not given."""
+
+ANNOTATION_CONTEXT = "poolgate.io/context"
+ANNOTATION_CAPTURED_AT = "poolgate.io/captured-at"
+ANNOTATION_LISTED = "poolgate.io/listed"
+ANNOTATION_UNAVAILABLE = "poolgate.io/unavailable"
+
+_NO_LINES = LineMap({})
+"""Live objects have no file: one shared empty line map (positions fall back to 1:1)."""
+
+KindKey = tuple[str, str]
+"""(API group, kind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A kind the capture could not read: ``forbidden`` (403) or ``failed`` (after retries)."""
+
+    group: str
+    kind: str
+    status: str
+    message: str
+    namespace: str = ""
+
+    @property
+    def key(self) -> KindKey:
+        return (self.group, self.kind)
+
+
+@dataclass(slots=True)
+class Capture:
+    """Objects read from one cluster at one time, and what could not be read."""
+
+    context: str
+    captured_at: datetime.datetime
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    listed: frozenset[KindKey] | None = None
+    """Kinds listed to the end; None when unknown (a snapshot from another tool)."""
+    unavailable: list[Unavailable] = field(default_factory=list)
+
+
+def object_uri(context: str, ref: ObjectRef) -> str:
+    """``cluster://<context>/<namespace>/<Kind>/<name>`` (``.../<Kind>/<name>`` when
+    cluster-scoped); the context percent-encoded so it is one URI segment."""
+    return f"{SCHEME}{quote(context, safe='')}/{ref.logical_name}"
+
+
+def kind_label(key: KindKey) -> str:
+    group, kind = key
+    return f"{kind}.{group}" if group else kind
+
+
+def parse_kind_label(label: str) -> KindKey:
+    kind, _, group = label.partition(".")
+    return (group, kind)
+
+
+def api_group(api_version: str) -> str:
+    group, slash, _ = api_version.rpartition("/")
+    return group if slash else ""
+
+
+def format_time(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with seconds, as Kubernetes writes timestamps."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """RFC 3339 -> aware datetime; ``ValueError`` when it is not one."""
+    moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return moment
+
+
+# -- inventory -----------------------------------------------------------------------
+
+
+def to_inventory(capture: Capture) -> Inventory:
+    """Inventory objects with ``cluster://`` origins; items without kind or name are skipped."""
+    inventory = Inventory()
+    for body in capture.objects:
+        meta = body.get("metadata")
+        if (
+            not isinstance(body.get("kind"), str)
+            or not isinstance(body.get("apiVersion"), str)
+            or not isinstance(meta, Mapping)
+            or not isinstance(meta.get("name"), str)
+        ):
+            inventory.skipped += 1
+            continue
+        namespace = meta.get("namespace")
+        ref = ObjectRef(
+            body["apiVersion"],
+            body["kind"],
+            namespace if isinstance(namespace, str) else "",
+            meta["name"],
+        )
+        origin = Origin(object_uri(capture.context, ref), source_type=SOURCE_TYPE)
+        inventory.objects.append(KubeObject(body, origin, _NO_LINES))
+    return inventory
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def write(capture: Capture, stream: TextIO) -> None:
+    """The capture as one ``v1`` ``List``, one item per line (diff-friendly, streamable)."""
+    annotations: dict[str, str] = {
+        ANNOTATION_CONTEXT: capture.context,
+        ANNOTATION_CAPTURED_AT: format_time(capture.captured_at),
+    }
+    if capture.listed is not None:
+        annotations[ANNOTATION_LISTED] = ",".join(sorted(kind_label(k) for k in capture.listed))
+    if capture.unavailable:
+        annotations[ANNOTATION_UNAVAILABLE] = json.dumps(
+            [
+                {
+                    "kind": item.kind,
+                    "group": item.group,
+                    "status": item.status,
+                    "message": item.message,
+                    "namespace": item.namespace,
+                }
+                for item in capture.unavailable
+            ],
+            sort_keys=True,
+        )
+    head = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}}
+    stream.write(json.dumps(head, sort_keys=True)[:-1] + ',\n"items": [\n')
+    for index, item in enumerate(capture.objects):
+        stream.write(("" if index == 0 else ",\n") + json.dumps(item, separators=(",", ":")))
+    stream.write("\n]}\n")
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def read(path: str, context: str | None = None) -> Capture:
+    """A snapshot file (JSON or YAML, one ``List`` or several documents) as a ``Capture``.
+
+    ``context`` names the cluster when the file does not. A file that cannot be read
+    or parsed is a usage error with its position: the whole audit rests on it.
+    """
+    if not os.path.isfile(path):
+        raise UsageError(f"--snapshot {path}: no such file", hint="check the path")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise UsageError(f"--snapshot {path}: cannot read: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UsageError(f"{path}:{line}: not valid UTF-8 (byte offset {error.start})") from None
+    documents = _parse(path, text)
+    objects: list[dict[str, Any]] = []
+    annotations: dict[str, Any] = {}
+    for document in documents:
+        if isinstance(document, Mapping) and isinstance(document.get("items"), list):
+            meta = document.get("metadata")
+            if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping):
+                annotations.update(meta["annotations"])
+            objects.extend(_list_items(document))
+        elif isinstance(document, dict):
+            objects.append(document)
+    recorded = annotations.get(ANNOTATION_CONTEXT)
+    name = context or (recorded if isinstance(recorded, str) and recorded else DEFAULT_CONTEXT)
+    capture = Capture(name, _captured_at(path, annotations), objects)
+    listed = annotations.get(ANNOTATION_LISTED)
+    if isinstance(listed, str):
+        capture.listed = frozenset(parse_kind_label(x) for x in listed.split(",") if x.strip())
+    capture.unavailable = _unavailable(path, annotations.get(ANNOTATION_UNAVAILABLE))
+    return capture
+
+
+def _parse(path: str, text: str) -> list[Any]:
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise UsageError(f"{path}: nested too deeply") from None
+        except json.JSONDecodeError as error:
+            where = f"{path}:{error.lineno}:{error.colno}"
+            raise UsageError(f"{where}: invalid JSON: {error.msg}") from None
+        return value if isinstance(value, list) else [value]
+    return _parse_yaml(path, text)
+
+
+def _parse_yaml(path: str, text: str) -> list[Any]:
+    """Safe YAML without aliases (a dump never has them; a bomb would) and without
+    nesting deep enough to crash libyaml's composer."""
+    import yaml
+
+    from scanner.sources.yamllimits import first_too_deep, may_nest_deeply
+
+    loader_base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _NoAliases(loader_base):  # type: ignore[misc]
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            if node in self.constructed_objects:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "YAML aliases are not supported in snapshots", node.start_mark
+                )
+            return super().construct_object(node, deep)
+
+    if may_nest_deeply(text):
+        deep = first_too_deep(text, loader_base)
+        if deep is not None:
+            raise UsageError(f"{path}:{deep[1]}:{deep[2]}: nested too deeply")
+    try:
+        return list(yaml.load_all(text, Loader=_NoAliases))
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise UsageError(f"{where}: {error.problem or error.context}") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"{path}: invalid YAML: {error}") from None
+
+
+def _list_items(document: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
+    """Items of a ``List`` or a typed list (``PodList``: items lack kind and apiVersion)."""
+    list_kind = document.get("kind")
+    item_kind = ""
+    if isinstance(list_kind, str) and list_kind.endswith("List") and list_kind != "List":
+        item_kind = list_kind[: -len("List")]
+    api_version = document.get("apiVersion")
+    for item in document["items"]:
+        if not isinstance(item, dict):
+            continue
+        if item_kind and "kind" not in item:
+            item["kind"] = item_kind
+            if isinstance(api_version, str):
+                item.setdefault("apiVersion", api_version)
+        yield item
+
+
+def _captured_at(path: str, annotations: Mapping[str, Any]) -> datetime.datetime:
+    recorded = annotations.get(ANNOTATION_CAPTURED_AT)
+    if recorded is None:
+        return datetime.datetime.now(datetime.UTC)
+    try:
+        return parse_time(str(recorded))
+    except ValueError:
+        raise UsageError(
+            f"{path}: annotation {ANNOTATION_CAPTURED_AT} is not an RFC 3339 time: {recorded!r}"
+        ) from None
+
+
+def _unavailable(path: str, recorded: object) -> list[Unavailable]:
+    if recorded is None:
+        return []
+    try:
+        entries = json.loads(str(recorded))
+        return [
+            Unavailable(
+                str(entry.get("group", "")),
+                str(entry["kind"]),
+                str(entry.get("status", "failed")),
+                str(entry.get("message", "")),
+                str(entry.get("namespace", "")),
+            )
+            for entry in entries
+        ]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise UsageError(f"{path}: annotation {ANNOTATION_UNAVAILABLE} is not valid") from None
+
+
+def kinds_present(objects: Sequence[Mapping[str, Any]]) -> frozenset[KindKey]:
+    """The (group, kind) of every object: what a snapshot without ``listed`` covers."""
+    keys = set()
+    for body in objects:
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if isinstance(kind, str) and isinstance(api_version, str):
+            keys.add((api_group(api_version), kind))
+    return frozenset(keys)

@@ -1,0 +1,569 @@
+"""A small Kubernetes API server for tests: HTTPS, bearer tokens and client certificates,
+discovery, and the list protocol with its failure modes.
+
+No Kubernetes cluster is available where these tests run. This server speaks the
+part of the API that ``poolgate audit`` and ``poolgate snapshot`` use, the way
+kube-apiserver speaks it, so the official ``kubernetes`` client talks to it
+unchanged through a real kubeconfig file:
+
+* TLS with a certificate signed by a CA generated per test session
+  (``cryptography``); requests authenticate with a bearer token or a client
+  certificate signed by that CA, anything else gets a ``401`` ``Status``;
+* discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>/<version>``;
+* lists: ``/api/v1/<plural>``, ``/apis/<group>/<version>/<plural>`` and their
+  ``namespaces/<ns>/`` forms, with ``limit``/``continue`` pagination; items of
+  built-in kinds come without ``apiVersion``/``kind`` (as kube-apiserver sends
+  them), custom resources with them;
+* failure modes a test can ask for: ``403`` ``Status`` objects per resource (and
+  per namespace), ``410 Gone`` on a continue token (once), ``429`` with
+  ``Retry-After`` and ``5xx`` answers before success, and slow answers that run
+  past the client's read timeout.
+
+Every request is logged (method, path, query) so tests can check what the
+client asked for, and what it never asked for (Secrets).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Kind:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    custom: bool = False
+    """Custom resources keep apiVersion/kind on list items."""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def label(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _k(api_version: str, kind: str, plural: str, namespaced: bool, custom: bool = False) -> Kind:
+    group, _, version = api_version.rpartition("/")
+    return Kind(group, version, kind, plural, namespaced, custom)
+
+
+# What this test cluster serves. No Karpenter, Kyverno, Ray, ...: the audit must skip
+# those groups quietly. resource.k8s.io only at v1beta1, preferred: the audit must
+# pick it from its own list of versions.
+DEFAULT_KINDS: tuple[Kind, ...] = (
+    _k("v1", "Namespace", "namespaces", False),
+    _k("v1", "Node", "nodes", False),
+    _k("v1", "Pod", "pods", True),
+    _k("v1", "PodTemplate", "podtemplates", True),
+    _k("v1", "ReplicationController", "replicationcontrollers", True),
+    _k("v1", "ServiceAccount", "serviceaccounts", True),
+    _k("v1", "ConfigMap", "configmaps", True),
+    _k("v1", "Secret", "secrets", True),
+    _k("v1", "Service", "services", True),
+    _k("apps/v1", "Deployment", "deployments", True),
+    _k("apps/v1", "ReplicaSet", "replicasets", True),
+    _k("apps/v1", "StatefulSet", "statefulsets", True),
+    _k("apps/v1", "DaemonSet", "daemonsets", True),
+    _k("batch/v1", "Job", "jobs", True),
+    _k("batch/v1", "CronJob", "cronjobs", True),
+    _k("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True),
+    _k("rbac.authorization.k8s.io/v1", "Role", "roles", True),
+    _k("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
+    _k("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
+    _k("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    _k("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False),
+    _k(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    _k(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
+    _k("resource.k8s.io/v1beta1", "ResourceClaim", "resourceclaims", True),
+    _k("resource.k8s.io/v1beta1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+    _k("resource.k8s.io/v1beta1", "DeviceClass", "deviceclasses", False),
+    _k("nvidia.com/v1", "ClusterPolicy", "clusterpolicies", False, custom=True),
+    _k("metrics.k8s.io/v1beta1", "PodMetrics", "pods", True),
+)
+
+
+# -- certificates ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+    other_ca: Path
+    """A CA that signed nothing here: a kubeconfig trusting it must fail TLS verification."""
+
+
+def make_pki(directory: Path) -> Pki:
+    """A CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def key() -> ec.EllipticCurvePrivateKey:
+        return ec.generate_private_key(ec.SECP256R1())
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def write_key(path: Path, private: ec.EllipticCurvePrivateKey) -> None:
+        path.write_bytes(
+            private.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+
+    def ca_cert(common: str, private: ec.EllipticCurvePrivateKey) -> x509.Certificate:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(name(common))
+            .issuer_name(name(common))
+            .public_key(private.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(private.public_key()), critical=False
+            )
+            .sign(private, hashes.SHA256())
+        )
+
+    def leaf(
+        common: str,
+        private: ec.EllipticCurvePrivateKey,
+        ca: x509.Certificate,
+        ca_key: ec.EllipticCurvePrivateKey,
+        server: bool,
+    ) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(common))
+            .issuer_name(ca.subject)
+            .public_key(private.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.ExtendedKeyUsage(
+                    [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+                ),
+                critical=False,
+            )
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if server:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                ),
+                critical=False,
+            )
+        return builder.sign(ca_key, hashes.SHA256())
+
+    def write_cert(path: Path, cert: x509.Certificate) -> None:
+        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+    ca_key = key()
+    ca = ca_cert("poolgate-test-ca", ca_key)
+    server_key, client_key, other_key = key(), key(), key()
+    pki = Pki(
+        ca=directory / "ca.crt",
+        server_cert=directory / "server.crt",
+        server_key=directory / "server.key",
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
+        other_ca=directory / "other-ca.crt",
+    )
+    write_cert(pki.ca, ca)
+    write_cert(pki.server_cert, leaf("kube-apiserver", server_key, ca, ca_key, server=True))
+    write_key(pki.server_key, server_key)
+    write_cert(pki.client_cert, leaf("poolgate-audit", client_key, ca, ca_key, server=False))
+    write_key(pki.client_key, client_key)
+    write_cert(pki.other_ca, ca_cert("someone-else", other_key))
+    return pki
+
+
+# -- faults ------------------------------------------------------------------------
+
+
+@dataclass
+class Fault:
+    """One planned misbehaviour for the next matching request.
+
+    ``status``: answer with this HTTP status and a ``Status`` body (429 gets
+    ``Retry-After``). ``delay``: sleep this long first (past the client's timeout),
+    then answer normally.
+    """
+
+    status: int = 0
+    delay: float = 0.0
+    retry_after: str = "0"
+
+
+@dataclass
+class Behaviour:
+    forbidden: set[str] = field(default_factory=set)
+    """Resource labels (``pods``, ``deployments.apps``) whose list answers 403."""
+    forbidden_in: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, label) pairs whose namespaced list answers 403."""
+    faults: dict[str, list[Fault]] = field(default_factory=dict)
+    """Label (or ``discovery``) -> faults to serve, first to last, before normal answers."""
+    expire_continue: set[str] = field(default_factory=set)
+    """Labels whose first continue request answers 410 Gone (then normally)."""
+
+
+class ApiServer:
+    """Serves ``objects`` for the kinds in ``kinds`` over HTTPS on 127.0.0.1."""
+
+    def __init__(
+        self,
+        objects: Iterable[Mapping[str, Any]],
+        pki: Pki,
+        token: str,
+        kinds: Iterable[Kind] = DEFAULT_KINDS,
+    ) -> None:
+        self.kinds = tuple(kinds)
+        self.token = token
+        self.behaviour = Behaviour()
+        self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
+        self._lock = threading.Lock()
+        self._store: dict[Kind, list[dict[str, Any]]] = {kind: [] for kind in self.kinds}
+        by_type = {(kind.api_version, kind.kind): kind for kind in self.kinds}
+        for obj in objects:
+            kind = by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+            if kind is None:
+                raise ValueError(
+                    f"this server does not serve {obj.get('apiVersion')} {obj.get('kind')}"
+                )
+            self._store[kind].append(json.loads(json.dumps(obj)))
+        for items in self._store.values():
+            items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(pki.server_cert, pki.server_key)
+        context.load_verify_locations(pki.ca)
+        context.verify_mode = ssl.CERT_OPTIONAL  # client certificates are one way in
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http.daemon_threads = True
+        self._http.socket = context.wrap_socket(self._http.socket, server_side=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"https://{host!s}:{port}"
+
+    def __enter__(self) -> ApiServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [path for _, path, _ in self.requests]
+
+    def queries(self, path: str) -> list[dict[str, list[str]]]:
+        with self._lock:
+            return [query for _, p, query in self.requests if p == path]
+
+    # -- request handling --------------------------------------------------------
+
+    def answer(
+        self, path: str, query: dict[str, list[str]], authenticated: bool
+    ) -> tuple[int, dict[str, str], Any, float]:
+        """(status, headers, JSON body, delay) for one GET."""
+        with self._lock:
+            self.requests.append(("GET", path, query))
+        if not authenticated:
+            return 401, {}, _status(401, "Unauthorized", "Unauthorized"), 0.0
+        parts = [part for part in path.split("/") if part]
+        if parts in (["api"], ["apis"]) or _is_group_version(parts):
+            fault = self._next_fault("discovery")
+            if fault is not None:
+                return self._fault(fault, "discovery")
+            return 200, {}, self._discovery(parts), 0.0
+        target = self._resolve(parts)
+        if target is None:
+            return 404, {}, _status(404, "NotFound", f"the server could not find {path}"), 0.0
+        kind, namespace = target
+        if kind.label in self.behaviour.forbidden or (namespace, kind.label) in (
+            self.behaviour.forbidden_in
+        ):
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            message = (
+                f'{kind.label} is forbidden: User "system:serviceaccount:poolgate:poolgate-audit" '
+                f'cannot list resource "{kind.plural}" in API group "{kind.group}" {scope}'
+            )
+            return 403, {}, _status(403, "Forbidden", message, kind.plural), 0.0
+        fault = self._next_fault(kind.label)
+        if fault is not None:
+            status, headers, body, delay = self._fault(fault, kind.label)
+            if status:
+                return status, headers, body, delay
+            return 200, {}, self._list(kind, namespace, query), delay
+        token = query.get("continue", [""])[0]
+        if token and kind.label in self.behaviour.expire_continue:
+            self.behaviour.expire_continue.discard(kind.label)
+            message = (
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter."
+            )
+            return 410, {}, _status(410, "Expired", message), 0.0
+        return 200, {}, self._list(kind, namespace, query), 0.0
+
+    def _next_fault(self, key: str) -> Fault | None:
+        with self._lock:
+            queue = self.behaviour.faults.get(key)
+            return queue.pop(0) if queue else None
+
+    def _fault(self, fault: Fault, label: str) -> tuple[int, dict[str, str], Any, float]:
+        if fault.status == 429:
+            body = _status(429, "TooManyRequests", "Too many requests, please try again later.")
+            return 429, {"Retry-After": fault.retry_after}, body, fault.delay
+        if fault.status:
+            body = _status(
+                fault.status, "InternalError", f"etcdserver: request timed out ({label})"
+            )
+            return fault.status, {}, body, fault.delay
+        return 0, {}, None, fault.delay
+
+    def _discovery(self, parts: list[str]) -> dict[str, Any]:
+        if parts == ["api"]:
+            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+        if parts == ["apis"]:
+            groups: dict[str, list[str]] = {}
+            for kind in self.kinds:
+                if kind.group and kind.version not in groups.setdefault(kind.group, []):
+                    groups[kind.group].append(kind.version)
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": group,
+                        "versions": [
+                            {"groupVersion": f"{group}/{v}", "version": v} for v in versions
+                        ],
+                        "preferredVersion": {
+                            "groupVersion": f"{group}/{versions[0]}",
+                            "version": versions[0],
+                        },
+                    }
+                    for group, versions in groups.items()
+                ],
+            }
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        resources: list[dict[str, Any]] = []
+        for kind in self.kinds:
+            if kind.group == group and kind.version == version:
+                entry = {
+                    "name": kind.plural,
+                    "singularName": kind.kind.lower(),
+                    "namespaced": kind.namespaced,
+                    "kind": kind.kind,
+                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                }
+                resources.append(entry)
+                resources.append({**entry, "name": f"{kind.plural}/status", "verbs": ["get"]})
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }
+
+    def _resolve(self, parts: list[str]) -> tuple[Kind, str] | None:
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        namespace = ""
+        if len(rest) == 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) != 1:
+            return None
+        for kind in self.kinds:
+            if (kind.group, kind.version, kind.plural) == (group, version, rest[0]):
+                if namespace and not kind.namespaced:
+                    return None
+                return kind, namespace
+        return None
+
+    def _list(self, kind: Kind, namespace: str, query: dict[str, list[str]]) -> dict[str, Any]:
+        items = [
+            item
+            for item in self._store[kind]
+            if not namespace or item["metadata"].get("namespace") == namespace
+        ]
+        token = query.get("continue", [""])[0]
+        start = json.loads(base64.b64decode(token))["start"] if token else 0
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        end = len(items) if limit <= 0 else min(len(items), start + limit)
+        page = []
+        for item in items[start:end]:
+            if not kind.custom:  # kube-apiserver leaves these out of built-in list items
+                item = {k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+            page.append(item)
+        metadata: dict[str, Any] = {"resourceVersion": "12345"}
+        if end < len(items):
+            metadata["continue"] = base64.b64encode(json.dumps({"start": end}).encode()).decode()
+            metadata["remainingItemCount"] = len(items) - end
+        return {
+            "kind": f"{kind.kind}List",
+            "apiVersion": kind.api_version,
+            "metadata": metadata,
+            "items": page,
+        }
+
+
+def _is_group_version(parts: list[str]) -> bool:
+    return (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis")
+
+
+def _status(code: int, reason: str, message: str, kind: str = "") -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if kind:
+        body["details"] = {"kind": kind}
+    return body
+
+
+def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes; without this, Nagle's algorithm
+            # and delayed ACKs add 40 ms to every answer.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def do_GET(self) -> None:
+            parsed = urlsplit(self.path)
+            query = parse_qs(parsed.query)
+            bearer = self.headers.get("Authorization", "") == f"Bearer {server.token}"
+            certificate = bool(self.connection.getpeercert())  # type: ignore[attr-defined]
+            status, headers, body, delay = server.answer(parsed.path, query, bearer or certificate)
+            if delay:
+                time.sleep(delay)
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass  # the client gave up waiting (a timeout test)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def write_kubeconfig(
+    path: Path,
+    server: str,
+    ca: Path,
+    context: str,
+    *,
+    token: str | None = None,
+    client_cert: Path | None = None,
+    client_key: Path | None = None,
+    insecure: bool = False,
+) -> Path:
+    """A kubeconfig with one cluster, one user and one context (the current one)."""
+    user: dict[str, Any] = {}
+    if token is not None:
+        user["token"] = token
+    if client_cert is not None and client_key is not None:
+        user["client-certificate"] = str(client_cert)
+        user["client-key"] = str(client_key)
+    cluster: dict[str, Any] = {"server": server}
+    if insecure:
+        cluster["insecure-skip-tls-verify"] = True
+    else:
+        cluster["certificate-authority"] = str(ca)
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gpu-lab", "cluster": cluster}],
+        "users": [{"name": "poolgate-audit", "user": user}],
+        "contexts": [
+            {"name": context, "context": {"cluster": "gpu-lab", "user": "poolgate-audit"}}
+        ],
+        "current-context": context,
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path

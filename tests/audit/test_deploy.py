@@ -1,0 +1,139 @@
+"""deploy/: the nightly audit's own manifests pass poolgate, and grant exactly what it reads."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import yaml
+
+from scanner import audit
+from scanner.kinds import WORKLOAD_TABLE
+from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
+from scanner.sources.resources import RESOURCES
+
+from .conftest import ROOT, cli
+
+DEPLOY = ROOT / "deploy"
+
+
+def manifests() -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        found.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return found
+
+
+def of_kind(kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in manifests() if obj["kind"] == kind]
+
+
+@cache
+def every_rule(mode: str) -> Ruleset:
+    return load_ruleset(ScanOptions(enable_all=True, mode=mode))
+
+
+def test_poolgate_scan_deploy_reports_nothing() -> None:
+    result = cli("scan", str(DEPLOY), "--format", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["summary"]["findings"] == 0
+    assert document["notifications"] == []
+    # The one reviewed exception, with its reason in the manifest itself.
+    assert [
+        (f["ruleId"], f["object"]["kind"], f["suppression"]["kind"]) for f in document["findings"]
+    ] == [("PG306", "RoleBinding", "in-source")]
+    assert cli("scan", str(DEPLOY)).stdout.startswith("no findings in ")
+
+
+def test_rbac_grants_exactly_what_the_audit_lists() -> None:
+    planned = {(r.group, r.plural) for r in audit.plan(every_rule("audit").rules)}
+    granted: set[tuple[str, str]] = set()
+    for role in of_kind("ClusterRole") + of_kind("Role"):
+        for rule in role["rules"]:
+            assert sorted(rule["verbs"]) == ["get", "list"], rule
+            assert "nonResourceURLs" not in rule and "resourceNames" not in rule
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    assert "*" not in (group, resource)
+                    granted.add((group, resource))
+    assert granted == planned
+    assert ("", "secrets") not in granted
+
+
+def test_configmaps_only_in_the_operator_namespace() -> None:
+    [cluster_role] = of_kind("ClusterRole")
+    assert not [r for r in cluster_role["rules"] if "configmaps" in r["resources"]]
+    [role] = of_kind("Role")
+    assert role["metadata"]["namespace"] == "gpu-operator"
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+    ]
+    [binding] = of_kind("RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+
+def test_cronjob_runs_the_audit_as_a_dedicated_non_root_identity() -> None:
+    [cronjob] = of_kind("CronJob")
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    [sa] = of_kind("ServiceAccount")
+    assert pod["serviceAccountName"] == sa["metadata"]["name"] != "default"
+    [container] = pod["containers"]
+    assert "@sha256:" in container["image"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    script = container["args"][0]
+    assert "poolgate audit --fail-on never" in script
+    assert "--compare previous.json" in script
+    [binding] = of_kind("ClusterRoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "poolgate"}
+    ]
+
+
+def test_network_policy_denies_all_but_egress_to_the_api_server() -> None:
+    policies = {p["metadata"]["name"]: p["spec"] for p in of_kind("NetworkPolicy")}
+    deny = policies["default-deny"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    allow = policies["audit-to-apiserver"]
+    assert allow["policyTypes"] == ["Egress"] and "ingress" not in allow
+    ports = [port["port"] for rule in allow["egress"] for port in rule["ports"]]
+    assert sorted(ports) == [443, 6443]
+
+
+def test_every_kind_the_model_knows_is_listable() -> None:
+    listable = {(r.group, r.kind) for r in RESOURCES}
+    for entry in WORKLOAD_TABLE.values():
+        groups = [entry.group] if entry.group is not None else ["", "apps", "batch"]
+        assert any((group, entry.kind) in listable for group in groups), entry.kind
+
+
+def test_plan_follows_the_rules() -> None:
+    rules = {rule.id: rule for rule in every_rule("audit").rules}
+    only_nodes = audit.plan([rules["PG604"]])
+    assert [(r.group, r.kind) for r in only_nodes] == [("", "Node")]
+    pods_and_policies = audit.plan([rules["PG602"]])
+    assert {(r.group, r.kind) for r in pods_and_policies} == {
+        ("", "Pod"),
+        ("nvidia.com", "ClusterPolicy"),
+        ("kyverno.io", "ClusterPolicy"),  # same kind name; the rule's condition tells them apart
+    }
+    # Any rule over derived facts needs the whole model: every kind, Namespaces first.
+    everything = audit.plan([rules["PG301"]])
+    assert len(everything) == len(RESOURCES)
+    assert everything[0].kind == "Namespace"
+
+
+def test_audit_only_rules_do_not_run_in_scan() -> None:
+    scan_rules = {rule.id for rule in load_ruleset(ScanOptions()).rules}
+    audit_rules = {rule.id for rule in load_ruleset(ScanOptions(mode="audit")).rules}
+    assert {"PG602", "PG603", "PG604"} <= audit_rules - scan_rules
+    assert "PG301" in scan_rules & audit_rules
+
+
+def test_rules_test_runs_audit_only_rules() -> None:
+    fixtures = ROOT / "fixtures" / "rules"
+    result = cli("rules", "test", str(fixtures), "-v")
+    for rule_id in ("PG602", "PG603", "PG604"):
+        assert f"ok   {rule_id} {fixtures}/{rule_id}/fire" in result.stdout

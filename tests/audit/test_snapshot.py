@@ -1,0 +1,141 @@
+"""Snapshots: poolgate's own, and ``kubectl get`` dumps in JSON and YAML."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from scanner.errors import UsageError
+from scanner.inventory import ObjectRef
+from scanner.sources import snapshot
+from scanner.sources.snapshot import Capture, Unavailable
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ml"},
+    "spec": {"containers": [{"name": "c", "image": "x"}]},
+}
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+
+
+def test_write_then_read_round_trips_everything(tmp_path: Path) -> None:
+    captured = datetime.datetime(2025, 6, 1, 2, 17, tzinfo=datetime.UTC)
+    capture = Capture(
+        "arn:aws:eks:eu-west-1:1:cluster/prod",
+        captured,
+        [POD, NODE],
+        frozenset({("", "Pod"), ("", "Node"), ("nvidia.com", "ClusterPolicy")}),
+        [Unavailable("apps", "Deployment", "forbidden", "403 Forbidden: no", "")],
+    )
+    stream = io.StringIO()
+    snapshot.write(capture, stream)
+    path = tmp_path / "snap.json"
+    path.write_text(stream.getvalue())
+    document = json.loads(stream.getvalue())  # one valid JSON List
+    assert (document["apiVersion"], document["kind"], len(document["items"])) == ("v1", "List", 2)
+    back = snapshot.read(str(path))
+    assert back.context == capture.context
+    assert back.captured_at == captured
+    assert back.objects == [POD, NODE]
+    assert back.listed == capture.listed
+    assert back.unavailable == capture.unavailable
+
+
+def test_kubectl_yaml_dump_and_typed_lists(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(
+        """\
+apiVersion: v1
+kind: List
+metadata:
+  resourceVersion: ""
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: n1
+---
+apiVersion: v1
+kind: PodList
+items:
+  - metadata:
+      name: p
+      namespace: ml
+"""
+    )
+    capture = snapshot.read(str(dump), "prod")
+    assert capture.context == "prod"
+    assert capture.listed is None  # another tool's dump: kinds covered unknown
+    assert [(o["apiVersion"], o["kind"]) for o in capture.objects] == [
+        ("v1", "Node"),
+        ("v1", "Pod"),
+    ]
+    inventory = snapshot.to_inventory(capture)
+    assert [obj.origin.uri for obj in inventory.objects] == [
+        "cluster://prod/Node/n1",
+        "cluster://prod/ml/Pod/p",
+    ]
+    assert {obj.origin.source_type for obj in inventory.objects} == {"cluster"}
+    # No file lines for live objects: every field falls back to the object's 1:1.
+    assert inventory.objects[1].position("spec.containers[0].image") == (1, 1)
+
+
+def test_context_defaults_and_encoding(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [POD]}))
+    assert snapshot.read(str(dump)).context == "snapshot"
+    ref = ObjectRef("v1", "Pod", "ml", "p")
+    assert (
+        snapshot.object_uri("arn:aws:eks:us-east-1:1:cluster/a b", ref)
+        == "cluster://arn%3Aaws%3Aeks%3Aus-east-1%3A1%3Acluster%2Fa%20b/ml/Pod/p"
+    )
+    assert snapshot.object_uri("kind-gpu", ObjectRef("v1", "Node", "", "n")) == (
+        "cluster://kind-gpu/Node/n"
+    )
+
+
+def test_objects_without_identity_are_skipped(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    items = [POD, {"kind": "Pod"}, {"apiVersion": "v1", "kind": "Pod", "metadata": {}}, "text"]
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    inventory = snapshot.to_inventory(snapshot.read(str(dump)))
+    assert len(inventory.objects) == 1
+    assert inventory.skipped == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"apiVersion": "v1",\n "items": [}', "dump:2:12: invalid JSON"),
+        ("items:\n  - a: [1\n", "dump:3:1:"),
+        ("base: &b {kind: Pod}\nitems:\n  - *b\n  - *b\n", "YAML aliases are not supported"),
+        ("x: !!python/object:os.system {}\n", "dump:1:4:"),
+        ("items: " + "[" * 600 + "]" * 600, "dump:1:507: nested too deeply"),  # YAML
+        ("[" * 100_000 + "]" * 100_000, "dump: nested too deeply"),  # JSON
+    ],
+)
+def test_bad_snapshots_are_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    dump = tmp_path / "dump"
+    dump.write_text(text)
+    with pytest.raises(UsageError) as raised:
+        snapshot.read(str(dump))
+    assert message in str(raised.value).replace(str(tmp_path) + "/", "")
+    assert "\n" not in str(raised.value)
+
+
+def test_missing_snapshot_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        snapshot.read(str(tmp_path / "nope.json"))
+
+
+def test_bad_capture_annotations_are_reported(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    meta = {"annotations": {"poolgate.io/captured-at": "last night"}}
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
+    with pytest.raises(UsageError, match="captured-at is not an RFC 3339 time"):
+        snapshot.read(str(dump))
