@@ -15,11 +15,13 @@ object each, and every problem into data:
 from __future__ import annotations
 
 import gc
+import operator
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, ClassVar, Final
+from functools import lru_cache
+from typing import Any, Final
 
 import yaml
 from yaml.error import Mark, MarkedYAMLError
@@ -66,6 +68,30 @@ _Failure = tuple[int, int, int, str]
 """(document index, line, column, message) of the error that ended a stream."""
 
 
+_BY_FIRST_CHAR: Final[dict[str, tuple[tuple[str, re.Pattern[str]], ...]]] = {
+    char: tuple(resolvers)
+    for char, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
+    if char is not None
+}
+# Resolvers registered for any first character; PyYAML's safe table has none.
+_ANY_CHAR: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
+    _SafeLoader.yaml_implicit_resolvers.get(None, ())
+)
+_RESOLVE_CACHE_SIZE: Final = 4096
+"""Distinct (kind, text, implicit) answers kept; bounded so hostile text cannot hold memory."""
+
+
+def _resolve(kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+    """PyYAML's implicit tag for a node: a pure function of its arguments, so cacheable."""
+    if kind is ScalarNode:
+        if implicit[0]:
+            for tag, regexp in _BY_FIRST_CHAR.get(value[:1], ()) + _ANY_CHAR:
+                if regexp.match(value):
+                    return tag
+        return _STR
+    return _SEQ if kind is SequenceNode else _MAP
+
+
 class _Loader(_SafeLoader):
     """``CSafeLoader`` with the same tag resolution, minus per-node Python overhead.
 
@@ -75,33 +101,21 @@ class _Loader(_SafeLoader):
     (5 MB corpus: 1.61 s -> 1.27 s CPU). ``resolve`` below gives PyYAML's answers from
     the same resolver table, looked up once by first character; a test compares it
     with PyYAML's own on every resolver-relevant spelling.
+
+    The callbacks are also C functions where that is possible, because a Python frame
+    per node is the cost: ``resolve`` goes through a bounded ``lru_cache`` (keys and
+    most values repeat across manifests, and a hit never enters Python), and the two
+    no-op path-resolver hooks are builtins that ignore their arguments. 10,000-object
+    corpus, composing only: 4.1-4.4 s -> 3.4 s CPU.
     """
 
-    _by_first_char: ClassVar[dict[str, tuple[tuple[str, re.Pattern[str]], ...]]] = {
-        char: tuple(resolvers)
-        for char, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-        if char is not None
-    }
-    # Resolvers registered for any first character; PyYAML's safe table has none.
-    _any_char: ClassVar[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-        _SafeLoader.yaml_implicit_resolvers.get(None, ())
-    )
+    resolve = staticmethod(lru_cache(maxsize=_RESOLVE_CACHE_SIZE)(_resolve))
 
-    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is ScalarNode:
-            if implicit[0]:
-                resolvers = self._by_first_char.get(value[:1], ()) + self._any_char
-                for tag, regexp in resolvers:
-                    if regexp.match(value):
-                        return tag
-            return _STR
-        return _SEQ if kind is SequenceNode else _MAP
-
-    def descend_resolver(self, current_node: Node | None, current_index: Any) -> None:
-        """Path resolvers are never registered; skip PyYAML's bookkeeping for them."""
-
-    def ascend_resolver(self) -> None:
-        """See ``descend_resolver``."""
+    # Path resolvers are never registered; PyYAML's bookkeeping for them is skipped by
+    # builtins that take the same arguments and do nothing that matters:
+    # ``descend_resolver(parent, index)`` and ``ascend_resolver()``.
+    descend_resolver = staticmethod(operator.is_)  # type: ignore[assignment]
+    ascend_resolver = staticmethod(tuple)  # type: ignore[assignment]
 
 
 def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
@@ -209,9 +223,12 @@ def _compose(text: str, failures: list[_Failure]) -> Iterator[tuple[int, Node]]:
 
 def _build_checked(root: Node, text: str) -> tuple[Any, dict[str, Position], list[Duplicate]]:
     """``build`` behind the alias-expansion check; raises ``Refused``."""
-    # Aliases are the only way a small text expands into a huge walk, and every alias
-    # starts with "*": documents without one skip the check.
-    if text.find("*", root.start_mark.index, root.end_mark.index) != -1:
+    # Aliases are the only way a small text expands into a huge walk. Every alias
+    # starts with "*" and names an anchor ("&") of the same document (libyaml refuses
+    # others, and a node's start mark includes its anchor): documents without both
+    # skip the check. Cron schedules put a "*" in many manifests; "&" is rare.
+    start, end = root.start_mark.index, root.end_mark.index
+    if text.find("&", start, end) != -1 and text.find("*", start, end) != -1:
         check_expansion(root)
     try:
         return build(root)
