@@ -1,0 +1,267 @@
+"""The composite GitHub Action and the example workflow.
+
+* Both validate against check-jsonschema's built-in GitHub schemas and zizmor
+  reports no high-severity finding on them (both tools are dev extras; a test is
+  skipped, saying so, only when its tool is not installed).
+* The action's shell steps run here under a simulated runner: GITHUB_OUTPUT,
+  GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE (a temporary git repository),
+  RUNNER_TEMP and GITHUB_ACTION_PATH (this checkout). ``env:`` expressions are
+  evaluated from the inputs and earlier step outputs the way the runner does; the
+  upload step (``uses:``) is not run, only its condition and inputs are checked.
+  POOLGATE_ACTION_PYTHON makes the install step use this interpreter instead of
+  creating a virtual environment and installing from PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pg_integration import CLEAN, PRIVILEGED, ROOT, clean_env, git
+
+ACTION = ROOT / "action.yml"
+WORKFLOW = ROOT / "examples" / "github-workflow.yml"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def _action() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(ACTION.read_text())
+    return loaded
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install -e '.[dev]' installs it)")
+    return found
+
+
+def test_action_and_workflow_match_githubs_schemas() -> None:
+    tool = _tool("check-jsonschema")
+    for schema, path in (
+        ("vendor.github-actions", ACTION),
+        ("vendor.github-workflows", WORKFLOW),
+    ):
+        done = subprocess.run(
+            [tool, "--builtin-schema", schema, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_zizmor_finds_nothing_of_high_severity() -> None:
+    tool = _tool("zizmor")
+    done = subprocess.run(
+        [tool, "--offline", "--format", "json", str(ACTION), str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode in (0, 10, 11, 12, 13, 14), done.stderr  # 1x: findings present
+    findings = json.loads(done.stdout)
+    high = [
+        (item["ident"], item["locations"][0]["symbolic"]["key"])
+        for item in findings
+        if item["determinations"]["severity"] == "High"
+    ]
+    assert high == []
+
+
+def test_no_expression_is_interpolated_into_a_script() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = list(_action()["runs"]["steps"])
+    for job in workflow["jobs"].values():
+        steps += job["steps"]
+    scripts = [step["run"] for step in steps if "run" in step]
+    assert len(scripts) >= 5
+    for script in scripts:
+        assert "${{" not in script, script
+
+
+def test_every_action_reference_is_pinned_by_commit() -> None:
+    steps = [step for step in _action()["runs"]["steps"] if "uses" in step]
+    assert [step["uses"].split("@")[0] for step in steps] == ["github/codeql-action/upload-sarif"]
+    for step in steps:
+        assert PINNED.match(step["uses"]), step["uses"]
+    text = ACTION.read_text()
+    assert re.search(r"upload-sarif@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text)
+
+
+class Runner:
+    """Just enough of the Actions runner to run the action's bash steps."""
+
+    def __init__(self, workspace: Path, scratch: Path, inputs: dict[str, str]) -> None:
+        action = _action()
+        self.inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+        self.inputs.update(inputs)
+        self.workspace = workspace
+        self.scratch = scratch
+        self.summary = scratch / "summary.md"
+        self.summary.write_text("")
+        self.outputs: dict[str, dict[str, str]] = {}
+        self.logs: dict[str, subprocess.CompletedProcess[str]] = {}
+        self.skipped: list[str] = []
+        self.uploads: list[dict[str, str]] = []
+        self.steps = action["runs"]["steps"]
+        self.action_outputs = action["outputs"]
+
+    def evaluate(self, expression: str) -> str:
+        parts = expression.split(".")
+        if parts[0] == "inputs" and len(parts) == 2:
+            return self.inputs[parts[1]]
+        if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
+            return self.outputs.get(parts[1], {}).get(parts[3], "")
+        raise AssertionError(f"the simulated runner does not know ${{{{ {expression} }}}}")
+
+    def substitute(self, text: str) -> str:
+        return EXPRESSION.sub(lambda match: self.evaluate(match.group(1)), text)
+
+    def condition(self, text: str) -> bool:
+        """The two comparisons the action's ``if:`` uses, joined by ``&&``."""
+        result = True
+        for clause in text.split("&&"):
+            left, operator, right = re.split(r"\s*(==|!=)\s*", clause.strip())
+            value = self.evaluate(left)
+            expected = right.strip("'")
+            result = result and ((value == expected) if operator == "==" else (value != expected))
+        return result
+
+    def run(self) -> int:
+        """Run every step in order; the exit status of the last step that ran."""
+        status = 0
+        for index, step in enumerate(self.steps):
+            name = step.get("id", f"step{index}")
+            if "if" in step and not self.condition(step["if"]):
+                self.skipped.append(name)
+                continue
+            if "uses" in step:
+                with_ = {key: self.substitute(str(value)) for key, value in step["with"].items()}
+                self.uploads.append(with_)
+                continue
+            output = self.scratch / f"output-{index}"
+            output.write_text("")
+            env = clean_env(
+                GITHUB_ACTIONS="true",
+                GITHUB_OUTPUT=str(output),
+                GITHUB_STEP_SUMMARY=str(self.summary),
+                GITHUB_WORKSPACE=str(self.workspace),
+                GITHUB_ACTION_PATH=str(ROOT),
+                RUNNER_TEMP=str(self.scratch),
+                POOLGATE_ACTION_PYTHON=sys.executable,
+                PYTHONPATH=str(ROOT),  # the checkout under test, whatever else is installed
+            )
+            env.update(
+                {key: self.substitute(str(value)) for key, value in step.get("env", {}).items()}
+            )
+            assert step["shell"] == "bash"
+            script = self.scratch / f"step-{index}.sh"
+            script.write_text(step["run"])
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                cwd=self.workspace,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            self.logs[name] = done
+            pairs = [line.split("=", 1) for line in output.read_text().splitlines() if line]
+            self.outputs[name] = {key: value for key, value in pairs}
+            status = done.returncode
+            if status != 0:
+                break
+        return status
+
+    def action_output(self, name: str) -> str:
+        return self.substitute(self.action_outputs[name]["value"])
+
+
+def _workspace(tmp_path: Path, manifest: str) -> Path:
+    workspace = tmp_path / "workspace"
+    (workspace / "k8s").mkdir(parents=True)
+    (workspace / "k8s" / "app.yaml").write_text(manifest)
+    git("init", "-q", cwd=workspace)
+    git("add", ".", cwd=workspace)
+    git("commit", "-q", "-m", "manifests", cwd=workspace)
+    return workspace
+
+
+def test_steps_scan_annotate_summarize_and_fail_on_a_bad_manifest(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "k8s/", "category": "poolgate-k8s"})
+    status = runner.run()
+
+    assert status == 1  # the last step fails the job, after the upload
+    scan = runner.logs["scan"]
+    assert "::error file=k8s/app.yaml,line=13,col=13,title=PG301" in scan.stdout, scan.stdout
+    assert runner.outputs["scan"] == {
+        "exit-code": "1",
+        "sarif-file": "poolgate.sarif",
+        "findings": "1",
+    }
+    assert runner.action_output("findings") == "1"
+    assert runner.action_output("exit-code") == "1"
+    assert runner.action_output("sarif-file") == "poolgate.sarif"
+
+    sarif = json.loads((workspace / "poolgate.sarif").read_text())
+    results = sarif["runs"][0]["results"]
+    assert [result["ruleId"] for result in results] == ["PG301"]
+    location = results[0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "k8s/app.yaml"
+
+    assert runner.uploads == [{"sarif_file": "poolgate.sarif", "category": "poolgate-k8s"}]
+    summary = runner.summary.read_text()
+    assert summary.startswith("## poolgate\n")
+    assert "**1 finding(s)** (1 error, 0 warning, 0 note); exit code 1" in summary
+    assert "| PG301 | privileged-outside-operator | 1 |" in summary
+
+
+def test_steps_pass_on_a_clean_manifest_and_upload_can_be_turned_off(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, CLEAN)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"upload": "false", "sarif-file": "out/p.sarif"})
+    (workspace / "out").mkdir()
+    assert runner.run() == 0
+    assert runner.outputs["scan"] == {
+        "exit-code": "0",
+        "sarif-file": "out/p.sarif",
+        "findings": "0",
+    }
+    assert runner.uploads == []
+    assert "**0 finding(s)**" in runner.summary.read_text()
+
+
+def test_inputs_are_data_never_shell(tmp_path: Path) -> None:
+    """Paths and extra args are split on spaces, never evaluated or globbed."""
+    workspace = _workspace(tmp_path, CLEAN)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    marker = tmp_path / "pwned"
+    runner = Runner(
+        workspace,
+        scratch,
+        {
+            "paths": f"k8s/ $(touch {marker}) *",
+            "extra-args": f"--disable PG401 ;touch {marker}",
+            "upload": "false",
+        },
+    )
+    assert runner.run() == 2  # "$(touch" is a path that does not exist: a usage error
+    assert not marker.exists()
+    assert runner.outputs["scan"]["exit-code"] == "2"
+    assert runner.outputs["scan"]["sarif-file"] == ""
+    assert runner.skipped == ["step2"]  # no SARIF, no upload
+    assert "no such file or directory" in runner.logs["scan"].stderr
