@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, LineMap, Origin, ReadError
 
@@ -37,6 +34,10 @@ KUSTOMIZATION_FILES: Final = ("kustomization.yaml", "kustomization.yml", "Kustom
 RENDER_TIMEOUT: Final = 300.0
 """Seconds one render may take (a large chart with many subcharts renders in seconds)."""
 _MESSAGE_LIMIT: Final = 300
+# subprocess, shutil and tempfile are imported where a render needs them: a scan
+# without charts (the pre-commit path) should not pay for them at start-up.
+if TYPE_CHECKING:
+    import tempfile
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "[^"]*" err="(.*)"$')
 
 
@@ -153,6 +154,8 @@ def run_tool(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: fl
     No shell; the tool is resolved on PATH by the caller. Output is text (UTF-8);
     the error message is the tool's last line of standard error, capped.
     """
+    import subprocess
+
     try:
         done = subprocess.run(
             list(argv),
@@ -210,6 +213,8 @@ def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:
 
 def which(*names: str) -> str | None:
     """The first of ``names`` found on PATH (absolute path), or ``None``."""
+    import shutil
+
     for name in names:
         found = shutil.which(name)
         if found:
@@ -218,6 +223,9 @@ def which(*names: str) -> str | None:
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory for one render (plugin homes, the kustomize wrapper)."""
+    import tempfile
+
     return tempfile.TemporaryDirectory(prefix="poolgate-render-")
 
 
