@@ -117,6 +117,34 @@ def attach_targets(
             pool_facts = by_name[target["pool"]]
             target["trustDomains"] = pool_facts["trustDomains"]
             target["shared"] = pool_facts["shared"]
+        workload.facts["diagnosis"] = diagnose(workload.facts)
+
+
+def diagnose(facts: Mapping[str, Any]) -> str:
+    """Why a GPU workload cannot run on any visible pool, in one line ("" when it can,
+    or when no pool is visible). PG603 appends it to a Pending pod's finding; the
+    static rules PG105/PG106/PG108 report the same causes one by one."""
+    if not facts.get("gpu") or not facts.get("poolsKnown"):
+        return ""
+    targets = facts["targets"]
+    if not targets:
+        return "its node selection matches no GPU pool"
+    reachable = [t for t in targets if t["tolerated"]]
+    if not reachable:
+        return "untolerated taints: " + "; ".join(
+            f"{t['pool']}: {', '.join(t['untolerated'])}" for t in targets
+        )
+    if all(t["missingResources"] for t in reachable):
+        missing = sorted({r for t in reachable for r in t["missingResources"]})
+        return f"{', '.join(missing)} not advertised by " + "; ".join(
+            f"{t['pool']} ({', '.join(t['advertises'])})" for t in reachable
+        )
+    counts = [e["limitCount"] for e in facts["gpuResources"] if e["limitCount"] > 0]
+    sized = [t for t in reachable if t["maxGpusPerNode"] > 0]
+    if counts and sized and all(max(counts) > t["maxGpusPerNode"] for t in sized):
+        largest = max(t["maxGpusPerNode"] for t in sized)
+        return f"asks for {max(counts)} GPUs in one container; the largest node has {largest}"
+    return ""
 
 
 def _target(

@@ -1,0 +1,155 @@
+"""Nodes, declarations and pools: GPU detection, sharing modes, advertised names, diagnosis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scanner.config import Config
+from scanner.model import build_model
+from scanner.sources.yamldoc import parse_stream
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {labels}
+spec:
+  taints: [{{key: nvidia.com/gpu, value: present, effect: NoSchedule}}]
+{status}
+"""
+
+
+def node(name: str, labels: str, status: str = "") -> str:
+    return NODE.format(name=name, labels=labels, status=status)
+
+
+def model_of(*documents: str) -> Any:
+    return build_model(parse_stream("---\n".join(documents), "t.yaml"), Config())
+
+
+def node_facts(model: Any, name: str) -> dict[str, Any]:
+    return next(facts for obj, facts in model.nodes if obj.name == name)
+
+
+def test_gpu_detection_and_sharing_modes_from_labels() -> None:
+    model = model_of(
+        node("a", '{pool: p, nvidia.com/gpu.present: "true"}'),
+        node(
+            "b",
+            "{pool: p, nvidia.com/gpu.sharing-strategy: mps, nvidia.com/gpu.product: NVIDIA-L4}",
+        ),
+        node(
+            "c",
+            '{pool: q, nvidia.com/mig.config: all-1g.10gb, nvidia.com/mig.strategy: mixed, nvidia.com/gpu.replicas: "2", feature.node.kubernetes.io/pci-10de.present: "true"}',
+        ),
+        node("d", "{pool: cpu}"),
+    )
+    assert [node_facts(model, n)["sharing"] for n in "abc"] == [
+        "exclusive",
+        "mps",
+        "mig+time-slicing",
+    ]
+    assert node_facts(model, "c")["advertises"] == ["nvidia.com/mig-1g.10gb"]
+    assert not node_facts(model, "d")["gpu"]
+    assert [p.facts["name"] for p in model.pools] == ["p", "q"]
+    assert model.pools[0].facts["sharing"] == "mixed" and model.pools[0].facts["shared"]
+
+
+def test_live_allocatable_wins_over_derived_names() -> None:
+    model = model_of(
+        node("a", "{pool: p}", "status:\n  allocatable: {nvidia.com/gpu: '4', cpu: '64'}")
+    )
+    facts = node_facts(model, "a")
+    assert facts["gpu"] and facts["advertises"] == ["nvidia.com/gpu"] and facts["gpuCount"] == 4
+
+
+def test_device_plugin_config_resolution_through_clusterpolicy() -> None:
+    model = model_of(
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\n"
+        "spec: {devicePlugin: {config: {name: dp, default: ts}}}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu-operator}\ndata:\n"
+        "  ts: |\n    version: v1\n    sharing:\n      timeSlicing:\n        renameByDefault: true\n"
+        "        resources: [{name: nvidia.com/gpu, replicas: 4}]\n"
+        "  none: |\n    version: v1\n",
+        node("default-key", '{pool: p, nvidia.com/gpu.present: "true"}'),
+        node(
+            "explicit",
+            '{pool: q, nvidia.com/gpu.present: "true", nvidia.com/device-plugin.config: none}',
+        ),
+    )
+    assert node_facts(model, "default-key")["sharing"] == "time-slicing"
+    assert node_facts(model, "default-key")["advertises"] == ["nvidia.com/gpu.shared"]
+    assert node_facts(model, "explicit")["sharing"] == "exclusive"
+    assert model.cluster["devicePlugin"]["configFound"]
+
+
+WORKLOAD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  nodeSelector: {selector}
+  tolerations: {tolerations}
+  containers:
+    - name: c
+      image: x
+      resources: {{limits: {{{resource}: {count}}}}}
+"""
+
+
+def pod(
+    name: str,
+    selector: str = "{}",
+    tolerations: str = "[]",
+    resource: str = "nvidia.com/gpu",
+    count: int = 1,
+) -> str:
+    return WORKLOAD.format(
+        name=name, selector=selector, tolerations=tolerations, resource=resource, count=count
+    )
+
+
+def test_diagnosis_names_the_pool_contract_cause() -> None:
+    pools = node(
+        "n", '{pool: h100, sku: h100, nvidia.com/gpu.present: "true", nvidia.com/gpu.count: "4"}'
+    )
+    toleration = "[{key: nvidia.com/gpu, operator: Exists}]"
+    model = model_of(
+        pools,
+        pod("nomatch", "{sku: b200}"),
+        pod("taint", "{sku: h100}"),
+        pod("name", "{sku: h100}", toleration, "nvidia.com/mig-1g.10gb"),
+        pod("big", "{sku: h100}", toleration, count=8),
+        pod("fine", "{sku: h100}", toleration),
+    )
+    diagnosis = {w.obj.name: w.facts["diagnosis"] for w in model.workloads}
+    assert diagnosis["nomatch"] == "its node selection matches no GPU pool"
+    assert diagnosis["taint"] == "untolerated taints: h100: nvidia.com/gpu=present:NoSchedule"
+    assert diagnosis["name"] == "nvidia.com/mig-1g.10gb not advertised by h100 (nvidia.com/gpu)"
+    assert diagnosis["big"] == "asks for 8 GPUs in one container; the largest node has 4"
+    assert diagnosis["fine"] == ""
+
+
+def test_no_visible_pool_means_no_targets_and_no_diagnosis() -> None:
+    model = model_of(pod("alone", "{sku: h100}"))
+    [workload] = model.workloads
+    assert workload.facts["poolsKnown"] is False and workload.facts["diagnosis"] == ""
+
+
+def test_tenants_and_trust_domains() -> None:
+    namespaces = "".join(
+        f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {n}, labels: {{poolgate.io/trust-domain: {d}}}}}\n---\n"
+        for n, d in (("a1", "alpha"), ("a2", "alpha"), ("b1", "bravo"))
+    )
+    shared = node("n", '{pool: l4, nvidia.com/gpu.present: "true", nvidia.com/gpu.replicas: "4"}')
+    toleration = "[{operator: Exists}]"
+    docs = [namespaces + shared]
+    for ns in ("a1", "a2", "gpu-operator"):
+        docs.append(pod("p", "{pool: l4}", toleration).replace("namespace: ml", f"namespace: {ns}"))
+    model = model_of(*docs)
+    [pool] = model.pools
+    assert pool.facts["trustDomains"] == ["alpha"]  # the operator namespace is platform
+    docs.append(pod("q", "{pool: l4}", toleration).replace("namespace: ml", "namespace: b1"))
+    [pool] = model_of(*docs).pools
+    assert pool.facts["trustDomains"] == ["alpha", "bravo"]
