@@ -1,0 +1,88 @@
+"""ServiceAccounts and the workload identity a pod's cloud calls use (RULES.md).
+
+Every workload gets ``workload.serviceAccount``:
+
+* ``name``: ``serviceAccountName`` (or the deprecated ``serviceAccount``), else
+  ``default``, the account Kubernetes gives a pod that names none;
+* ``known``: that ServiceAccount object is in scope (scanned or ``--context``).
+  A missing binding is only concluded for accounts poolgate can see
+  (DESIGN.md, "absence of evidence"): the ``default`` account too must be in scope;
+* ``identity``: the workload-identity binding, or ``""``: the value of
+  ``iam.gke.io/gcp-service-account`` (GKE Workload Identity),
+  ``eks.amazonaws.com/role-arn`` (EKS IRSA), ``azure.workload.identity/client-id``
+  (Azure Workload Identity, which also needs the pod label
+  ``azure.workload.identity/use: "true"``), or of an annotation key listed in
+  config ``workloadIdentityKeys``;
+* ``provider``: ``gcp``, ``aws``, ``azure``, ``custom`` (a config key), or ``""``;
+* ``hint``: why an annotation that is present does not count, or ``""``
+  (an Azure client id on the account but no ``use`` label on the pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scanner.config import Config
+from scanner.model.index import ObjectIndex
+from scanner.model.namespaces import namespace_of
+from scanner.model.workloads import Workload
+
+AZURE_CLIENT_ID = "azure.workload.identity/client-id"
+AZURE_USE_LABEL = "azure.workload.identity/use"
+IDENTITY_ANNOTATIONS: tuple[tuple[str, str], ...] = (
+    ("iam.gke.io/gcp-service-account", "gcp"),
+    ("eks.amazonaws.com/role-arn", "aws"),
+    (AZURE_CLIENT_ID, "azure"),
+)
+"""Built-in ServiceAccount annotations that bind a workload identity, and their provider."""
+
+
+def attach_service_accounts(
+    workloads: Sequence[Workload], index: ObjectIndex, config: Config
+) -> None:
+    """Set ``workload.serviceAccount`` on every workload."""
+    accounts: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for obj in index.kind("ServiceAccount"):
+        if obj.name:
+            accounts.setdefault((namespace_of(obj), obj.name), obj.metadata)
+    for workload in workloads:
+        facts = workload.facts
+        name = facts["serviceAccountName"] or "default"
+        metadata = accounts.get((facts["namespace"], name))
+        facts["serviceAccount"] = service_account_facts(
+            name, metadata, facts["podLabels"], config.workload_identity_keys
+        )
+
+
+def service_account_facts(
+    name: str,
+    metadata: Mapping[str, Any] | None,
+    pod_labels: Mapping[str, str],
+    extra_keys: Sequence[str] = (),
+) -> dict[str, Any]:
+    """``workload.serviceAccount`` of a pod running as ``name``; ``metadata`` is the
+    ServiceAccount's, or None when it is not in scope."""
+    identity, provider, hint = "", "", ""
+    annotations = metadata.get("annotations") if metadata is not None else None
+    if isinstance(annotations, Mapping):
+        keys = [*IDENTITY_ANNOTATIONS, *((key, "custom") for key in extra_keys)]
+        for key, key_provider in keys:
+            value = annotations.get(key)
+            if not isinstance(value, str) or not value.strip():
+                continue
+            if key == AZURE_CLIENT_ID and pod_labels.get(AZURE_USE_LABEL) != "true":
+                hint = hint or (
+                    f"the ServiceAccount sets {AZURE_CLIENT_ID} but the pod template lacks "
+                    f'label {AZURE_USE_LABEL}: "true", so no token is injected'
+                )
+                continue
+            identity, provider = value, key_provider
+            break
+    return {
+        "name": name,
+        "known": metadata is not None,
+        "identity": identity,
+        "provider": provider,
+        "hint": "" if identity else hint,
+    }

@@ -1,0 +1,197 @@
+"""RBAC facts: bindings that give someone power over the GPU Operator (PG306).
+
+``cluster.rbac.bindings`` maps a binding's logical name (``namespace/Kind/name``,
+``ClusterRoleBinding/name``) to what it grants, for two kinds of binding:
+
+* every RoleBinding in an operator namespace (scope ``operator-namespace``):
+  anything bound there acts inside the operator's own namespace;
+* every ClusterRoleBinding to a ClusterRole that can write ConfigMaps (the
+  device-plugin and MIG configs), NVIDIA ``clusterpolicies`` or Nodes (labels
+  that steer the device stack) anywhere (scope ``cluster-write``).
+
+Each entry: ``scope``, ``role`` (``ClusterRole/edit``), ``writes`` (the guarded
+resources the role can write, when the role is known) and ``subjects``: each
+with ``kind``, ``name``, ``namespace``, ``path`` (``subjects[1]``) and
+``platform``: true for ServiceAccounts of the operator and system namespaces
+and for Kubernetes' own ``system:`` identities (components such as
+``system:kube-controller-manager``), except the groups and users that stand for
+everyone (``system:authenticated``, ``system:unauthenticated``,
+``system:anonymous``, ``system:serviceaccounts``) and the ServiceAccounts of
+tenant namespaces. Config ``admins`` is applied by the rule.
+
+A ClusterRole's rules come from the object in scope; its ``aggregationRule``
+is resolved against the ClusterRoles in scope. ``cluster-admin``, ``admin``
+and ``edit`` (Kubernetes' default user-facing roles) are known without being in
+scope; any other role that is not in scope writes nothing poolgate can prove.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from scanner.config import Config
+from scanner.inventory import KubeObject, join_path
+from scanner.model.index import ObjectIndex
+from scanner.model.namespaces import namespace_of
+from scanner.model.selectors import label_selector_matches
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
+GUARDED: tuple[tuple[str, str], ...] = (
+    ("", "configmaps"),
+    ("nvidia.com", "clusterpolicies"),
+    ("", "nodes"),
+)
+"""(API group, resource) pairs whose write access controls the GPU device stack."""
+
+BUILTIN_WRITES: Mapping[str, tuple[str, ...]] = {
+    "cluster-admin": ("configmaps", "clusterpolicies", "nodes"),
+    "admin": ("configmaps",),
+    "edit": ("configmaps",),
+}
+"""Kubernetes' default user-facing ClusterRoles and the guarded resources they write."""
+
+EVERYONE = frozenset(
+    {"system:authenticated", "system:unauthenticated", "system:anonymous", "system:serviceaccounts"}
+)
+
+
+def rbac_facts(index: ObjectIndex, config: Config) -> dict[str, Any]:
+    """``cluster.rbac`` (see the module docstring)."""
+    cluster_roles = {obj.name: obj for obj in index.kind("ClusterRole") if obj.name}
+    platform = {*config.operator_namespaces, *config.system_namespaces}
+    bindings: dict[str, Any] = {}
+    for obj in index.kind("RoleBinding"):
+        namespace = namespace_of(obj)
+        if namespace not in config.operator_namespaces:
+            continue
+        role = _role_ref(obj)
+        if role is None:
+            continue
+        kind, name = role
+        role_obj = (
+            cluster_roles.get(name)
+            if kind == "ClusterRole"
+            else index.get("Role", obj.namespace, name)
+        )
+        writes = _writes(role_obj, cluster_roles) if role_obj is not None else _builtin(kind, name)
+        bindings[obj.ref.logical_name] = _grant(
+            obj, "operator-namespace", f"{kind}/{name}", writes, namespace, platform
+        )
+    for obj in index.kind("ClusterRoleBinding"):
+        role = _role_ref(obj)
+        if role is None or role[0] != "ClusterRole":
+            continue
+        name = role[1]
+        role_obj = cluster_roles.get(name)
+        writes = _writes(role_obj, cluster_roles) if role_obj is not None else _builtin(*role)
+        if writes:
+            bindings[obj.ref.logical_name] = _grant(
+                obj, "cluster-write", f"ClusterRole/{name}", writes, "", platform
+            )
+    return {"bindings": bindings}
+
+
+def _role_ref(obj: KubeObject) -> tuple[str, str] | None:
+    ref = obj.body.get("roleRef")
+    if not isinstance(ref, Mapping):
+        return None
+    kind, name = ref.get("kind"), ref.get("name")
+    if kind not in ("Role", "ClusterRole") or not isinstance(name, str):
+        return None
+    return str(kind), name
+
+
+def _builtin(kind: str, name: str) -> list[str]:
+    return list(BUILTIN_WRITES.get(name, ())) if kind == "ClusterRole" else []
+
+
+def _writes(role: KubeObject, cluster_roles: Mapping[str, KubeObject]) -> list[str]:
+    """The guarded resources ``role``'s rules (and aggregated roles' rules) can write."""
+    rules = list(_rules(role))
+    aggregation = role.body.get("aggregationRule")
+    if isinstance(aggregation, Mapping):
+        selectors = aggregation.get("clusterRoleSelectors")
+        for other in cluster_roles.values():
+            labels = _string_map(other.metadata.get("labels"))
+            if other is not role and any(
+                label_selector_matches(selector, labels)
+                for selector in (selectors if isinstance(selectors, list) else [])
+            ):
+                rules.extend(_rules(other))
+    return [
+        resource
+        for group, resource in GUARDED
+        if any(_rule_writes(rule, group, resource) for rule in rules)
+    ]
+
+
+def _rules(role: KubeObject) -> Iterable[Mapping[str, Any]]:
+    rules = role.body.get("rules")
+    return [rule for rule in rules if isinstance(rule, Mapping)] if isinstance(rules, list) else []
+
+
+def _rule_writes(rule: Mapping[str, Any], group: str, resource: str) -> bool:
+    groups = _strings(rule.get("apiGroups"))
+    resources = _strings(rule.get("resources"))
+    verbs = _strings(rule.get("verbs"))
+    return (
+        ("*" in groups or group in groups)
+        and ("*" in resources or resource in resources)
+        and any(verb in WRITE_VERBS for verb in verbs)
+    )
+
+
+def _grant(
+    obj: KubeObject,
+    scope: str,
+    role: str,
+    writes: Sequence[str],
+    binding_namespace: str,
+    platform: set[str],
+) -> dict[str, Any]:
+    subjects = []
+    items = obj.body.get("subjects")
+    for index, subject in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(subject, Mapping):
+            continue
+        kind = _text(subject.get("kind"))
+        name = _text(subject.get("name"))
+        namespace = _text(subject.get("namespace"))
+        if kind == "ServiceAccount" and not namespace:
+            namespace = binding_namespace
+        subjects.append(
+            {
+                "kind": kind,
+                "name": name,
+                "namespace": namespace if kind == "ServiceAccount" else "",
+                "path": join_path("subjects", index),
+                "platform": _is_platform(kind, name, namespace, platform),
+            }
+        )
+    return {"scope": scope, "role": role, "writes": list(writes), "subjects": subjects}
+
+
+def _is_platform(kind: str, name: str, namespace: str, platform: set[str]) -> bool:
+    if kind == "ServiceAccount":
+        return namespace in platform
+    if name in EVERYONE:
+        return False
+    for prefix in ("system:serviceaccounts:", "system:serviceaccount:"):
+        if name.startswith(prefix):
+            return name[len(prefix) :].split(":", 1)[0] in platform
+    return name.startswith("system:")
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _string_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
