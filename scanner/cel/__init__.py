@@ -26,6 +26,7 @@ VARIABLES: tuple[str, ...] = (
     "workload",
     "node",
     "pool",
+    "sharingConfig",
     "ns",
     "cluster",
     "config",
@@ -33,10 +34,13 @@ VARIABLES: tuple[str, ...] = (
     "variables",
     "namespaces",
     "pools",
+    "subjectRef",
 )
 """Every variable a rule may read; all are declared ``dyn`` in both engines.
 
-A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL.
+A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL. ``subjectRef``
+is the subject object's identity, ``namespace/Kind/name`` (or ``Kind/name``), for rules
+that look the subject up in a model-provided map.
 """
 
 ENGINE_NAMES: tuple[str, ...] = ("auto", "cpp", "python")

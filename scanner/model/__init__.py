@@ -10,8 +10,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scanner.config import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
+from scanner.model import deviceplugin
+from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
+from scanner.model.namespaces import build_namespaces
+from scanner.model.nodes import build_nodes
+from scanner.model.podsecurity import attach_pod_security
+from scanner.model.policy import attach_runtime_classes, attach_signatures
+from scanner.model.pools import (
+    Pool,
+    attach_running,
+    attach_targets,
+    build_pools,
+    trust_domains,
+)
+from scanner.model.rbac import rbac_facts
 from scanner.model.workloads import Workload, build_workloads
 
 
@@ -36,6 +51,15 @@ class Model:
     workloads: Sequence[Workload]
     invalid: Sequence[InvalidDocument] = field(default_factory=list)
     """Documents the model found invalid (PG003: a pod spec that is not a mapping)."""
+    nodes: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    """GPU-relevant facts of every Node and node-pool declaration (the ``node`` subject)."""
+    pools: Sequence[Pool] = ()
+    sharing_configs: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    """Device-plugin ConfigMaps (the ``sharingConfig`` subject)."""
+    cluster: Mapping[str, Any] = field(default_factory=dict)
+    """Cluster-wide facts (the CEL variable ``cluster``)."""
+    namespaces: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    """Namespace objects in scope and their facts (the ``namespace`` subject, CEL ``ns``)."""
 
     def subjects(self) -> dict[str, list[Subject]]:
         """Subject type -> subjects, as the engine consumes them."""
@@ -45,10 +69,50 @@ class Model:
                 Subject("workload", workload.obj, {"workload": workload.facts})
                 for workload in self.workloads
             ],
+            "node": [Subject("node", obj, {"node": facts}) for obj, facts in self.nodes],
+            "pool": [Subject("pool", pool.obj, {"pool": pool.facts}) for pool in self.pools],
+            "sharingConfig": [
+                Subject("sharingConfig", obj, {"sharingConfig": facts})
+                for obj, facts in self.sharing_configs
+            ],
+            "namespace": [
+                Subject("namespace", obj, {"ns": facts}) for obj, facts in self.namespaces
+            ],
         }
 
 
-def build_model(inventory: Inventory) -> Model:
-    """Derive every fact once."""
-    workloads, invalid = build_workloads(inventory.objects, ObjectIndex(inventory.objects))
-    return Model(objects=inventory.objects, workloads=workloads, invalid=invalid)
+def build_model(inventory: Inventory, config: Config | None = None) -> Model:
+    """Derive every fact once, in dependency order; joins use the index."""
+    config = config or Config()
+    index = ObjectIndex(inventory.objects)
+    workloads, invalid = build_workloads(inventory.objects, index)
+    setup = deviceplugin.cluster_setup(index)
+    sharing_configs = [
+        (obj, deviceplugin.config_facts(obj, setup))
+        for obj in deviceplugin.config_maps(index, setup)
+    ]
+    entries = deviceplugin.entries_by_key([facts for _, facts in sharing_configs], setup)
+    nodes = build_nodes(index, config, setup, entries)
+    pools = build_pools(nodes)
+    domains = trust_domains(index.kind("Namespace"), config)
+    attach_targets(workloads, pools, config, domains)
+    attach_running(workloads, nodes, domains)
+    namespaces = build_namespaces(index, workloads, config)
+    attach_service_accounts(workloads, index, config)
+    attach_runtime_classes(workloads, index)
+    attach_pod_security(workloads)
+    attach_signatures(workloads, index, namespaces)
+    return Model(
+        objects=inventory.objects,
+        workloads=workloads,
+        invalid=invalid,
+        nodes=nodes,
+        pools=pools,
+        sharing_configs=sharing_configs,
+        cluster={
+            "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
+            "poolsKnown": bool(pools),
+            "rbac": rbac_facts(index, config),
+        },
+        namespaces=namespaces.subjects,
+    )

@@ -120,6 +120,46 @@ def attach_targets(
         workload.facts["diagnosis"] = diagnose(workload.facts)
 
 
+def attach_running(
+    workloads: Sequence[Workload],
+    nodes: Sequence[tuple[KubeObject, dict[str, Any]]],
+    trust_domain: Mapping[str, str],
+) -> None:
+    """Live state: which GPU pods actually run on which shared node (audit, PG201).
+
+    Every GPU Pod bound to a Node (``spec.nodeName``) and not finished gets
+    ``runningNode`` = {name, sharing, shared, trustDomains}, where ``trustDomains`` are
+    those of all GPU pods running on that node. Pods of other workload kinds, and
+    manifests (no ``nodeName``), get an empty ``runningNode``.
+    """
+    by_name = {facts["name"]: facts for _obj, facts in nodes if facts["source"] == "node"}
+    domains: dict[str, set[str]] = {}
+    placed: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for workload in workloads:
+        facts = workload.facts
+        facts["runningNode"] = {}
+        body = workload.obj.body
+        if workload.obj.kind != "Pod" or not facts["gpu"]:
+            continue
+        node_name = facts["podSpec"].get("nodeName")
+        status = body.get("status")
+        phase = status.get("phase") if isinstance(status, Mapping) else None
+        node = by_name.get(node_name) if isinstance(node_name, str) else None
+        if node is None or phase in ("Succeeded", "Failed"):
+            continue
+        domain = trust_domain.get(facts["namespace"], facts["namespace"])
+        if domain != "platform":
+            domains.setdefault(node["name"], set()).add(domain)
+        placed.append((facts, node))
+    for facts, node in placed:
+        facts["runningNode"] = {
+            "name": node["name"],
+            "sharing": node["sharing"],
+            "shared": node["sharing"] in SHARED_MODES,
+            "trustDomains": sorted(domains.get(node["name"], ())),
+        }
+
+
 def diagnose(facts: Mapping[str, Any]) -> str:
     """Why a GPU workload cannot run on any visible pool, in one line ("" when it can,
     or when no pool is visible). PG603 appends it to a Pending pod's finding; the
