@@ -164,7 +164,7 @@ def evaluate_inventory(
     """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
     durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
     cluster was read, fixture tests a fixed time; default the current time."""
-    model = build_model(inventory)
+    model = build_model(inventory, ruleset.config)
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
     context_uris = {obj.origin.uri for obj in inventory.objects if obj.context_only}
@@ -176,7 +176,10 @@ def evaluate_inventory(
         ruleset.rules,
         model.subjects(),
         ruleset.engine,
-        {"config": ruleset.config.cel_view(), "cluster": {"now": _rfc3339(now)}},
+        {
+            "config": ruleset.config.cel_view(),
+            "cluster": {**model.cluster, "now": _rfc3339(now)},
+        },
         # Context objects are never reported on, so a ``ref`` may not point there.
         {obj.ref.logical_name: obj for obj in inventory.reportable()},
     )
