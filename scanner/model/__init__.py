@@ -24,7 +24,6 @@ from scanner.model.pools import (
     attach_running,
     attach_targets,
     build_pools,
-    trust_domains,
 )
 from scanner.model.rbac import rbac_facts
 from scanner.model.workloads import Workload, build_workloads
@@ -94,10 +93,10 @@ def build_model(inventory: Inventory, config: Config | None = None) -> Model:
     entries = deviceplugin.entries_by_key([facts for _, facts in sharing_configs], setup)
     nodes = build_nodes(index, config, setup, entries)
     pools = build_pools(nodes)
-    domains = trust_domains(index.kind("Namespace"), config)
+    namespaces = build_namespaces(index, workloads, config)
+    domains = {name: facts["trustDomain"] for name, facts in namespaces.facts.items()}
     attach_targets(workloads, pools, config, domains)
     attach_running(workloads, nodes, domains)
-    namespaces = build_namespaces(index, workloads, config)
     attach_service_accounts(workloads, index, config)
     attach_runtime_classes(workloads, index)
     attach_pod_security(workloads)

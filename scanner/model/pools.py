@@ -228,16 +228,3 @@ def _advertised(resource: str, advertises: Sequence[str]) -> bool:
     return resource.startswith("nvidia.com/mig-") and (
         ("nvidia.com/mig-*.shared" if shared else "nvidia.com/mig-*") in advertises
     )
-
-
-def trust_domains(namespaces: Sequence[KubeObject], config: Config) -> dict[str, str]:
-    """Namespace -> trust domain (RULES.md): the ``trustDomainLabel`` value, else the
-    namespace itself; operator namespaces are ``platform``, not tenants."""
-    domains = {name: "platform" for name in config.operator_namespaces}
-    for namespace in namespaces:
-        if namespace.name in domains:
-            continue
-        labels = namespace.metadata.get("labels")
-        value = labels.get(config.trust_domain_label) if isinstance(labels, Mapping) else None
-        domains[namespace.name] = value if isinstance(value, str) and value else namespace.name
-    return domains
