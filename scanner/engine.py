@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scanner.bindings import bind_rules
 from scanner.cel import Engine
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
@@ -45,10 +46,12 @@ def evaluate(
     result = Evaluation()
     # Rules with equal parameters share one activation per subject.
     params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
+    # One activation per subject: variables are bound inside the programs (bindings.py).
+    bound = bind_rules(rules, engine)
     by_type: dict[str, list[Rule]] = {}
     for rule in rules:
         if not rule.builtin:
-            by_type.setdefault(rule.doc.subject, []).append(rule)
+            by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
     for subject_type, type_rules in by_type.items():
         for subject in subjects.get(subject_type, ()):
             if subject.obj.context_only:

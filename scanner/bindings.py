@@ -1,0 +1,151 @@
+"""Rule variables bound inside one expression, so a subject keeps a single activation.
+
+cel-expr-python converts a Python value into CEL values the first time an evaluation
+reads it, once per activation, and the conversion is deep: reading ``workload.gpu``
+converts all of ``workload`` (pod spec, containers and every derived fact). Binding a
+rule's ``variables`` by building a new activation per variable therefore converted the
+subject again and again; on the 10,000-object benchmark corpus that re-conversion was
+most of the evaluation time.
+
+Instead, each program that runs after the variables (``violations``, every validation's
+``expression`` and ``messageExpression``) is compiled once more with the variables
+bound by single-element ``map`` comprehensions, standard CEL that both engines run::
+
+    [[{"a": (A), "b": (B)}].map(variables,
+      {"a": variables["a"], "b": variables["b"], "c": (C)})[0]
+    ].map(variables, (BODY))[0]
+
+The comprehension variable ``variables`` shadows the declared one, so every
+expression sees exactly what it saw before: a variable sees the variables defined
+before it (a variable whose text mentions ``variables`` starts a new level, so it sees
+all earlier ones), and the body sees them all. Variables are still evaluated eagerly,
+and an error in any of them is still an error of the rule. Each ``map`` is one
+comprehension iteration, so a rule gives up one to three of cel-cpp's 10,000 per
+evaluation. The wrapped programs are evaluated against the subject's shared
+activation; the rule's own programs keep their sources for messages and cost checks.
+
+Only the cpp engine needs this: cel-python converts values without that cost, and
+keeping its plain path means the rule fixtures, which run under both engines, compare
+the two ways of binding variables. A rule whose wrapped program does not compile (a
+comprehension nesting limit, for instance) keeps the plain path too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from scanner.cel import Engine, Program, ResultKind
+from scanner.errors import CelError
+from scanner.rules import Rule
+
+ENGINES: Final = frozenset({"cpp"})
+"""Engines whose activations convert values on first read (see the module docstring)."""
+
+_CACHE_LIMIT: Final = 1024
+_cache: dict[tuple[Engine, str, tuple[str, ...]], Rule | None] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class BoundProgram:
+    """A program evaluated with its rule's variables bound inside it.
+
+    ``source`` is the rule's original text (what messages and cost checks read);
+    ``program`` is the wrapped expression that runs.
+    """
+
+    source: str
+    program: Program
+
+    def evaluate(self, activation: Any) -> Any:
+        return self.program.evaluate(activation)
+
+
+def bind_rules(rules: Iterable[Rule], engine: Engine) -> dict[str, Rule]:
+    """Rule id -> the rule with its variables bound inside its programs.
+
+    Only rules with variables appear, and only for engines in ``ENGINES``. The rules
+    returned have no ``variables`` of their own left: an engine runs them like any
+    other rule, on the subject's shared activation.
+    """
+    if engine.name not in ENGINES:
+        return {}
+    bound: dict[str, Rule] = {}
+    for rule in rules:
+        if not rule.variables:
+            continue
+        key = (engine, rule.id, _sources(rule))
+        if key not in _cache:
+            if len(_cache) >= _CACHE_LIMIT:
+                _cache.clear()
+            _cache[key] = _bind(rule, engine)
+        found = _cache[key]
+        if found is not None:
+            bound[rule.id] = found
+    return bound
+
+
+def _sources(rule: Rule) -> tuple[str, ...]:
+    texts = [f"{name}={program.source}" for name, program in rule.variables]
+    if rule.violations is not None:
+        texts.append(rule.violations.source)
+    for validation in rule.validations:
+        texts.append(validation.expression.source)
+        if validation.message_expression is not None:
+            texts.append(validation.message_expression.source)
+    return tuple(texts)
+
+
+def _bind(rule: Rule, engine: Engine) -> Rule | None:
+    variables = [(name, program.source) for name, program in rule.variables]
+    try:
+        violations = None
+        if rule.violations is not None:
+            violations = _wrap(engine, variables, rule.violations, ResultKind.LIST)
+        validations = []
+        for validation in rule.validations:
+            message_expression = None
+            if validation.message_expression is not None:
+                message_expression = _wrap(
+                    engine, variables, validation.message_expression, ResultKind.STRING
+                )
+            expression = _wrap(engine, variables, validation.expression, ResultKind.BOOL)
+            validations.append(
+                replace(validation, expression=expression, message_expression=message_expression)
+            )
+    except CelError:
+        return None
+    return replace(rule, variables=(), violations=violations, validations=tuple(validations))
+
+
+def _wrap(
+    engine: Engine, variables: Sequence[tuple[str, str]], body: Program, result: ResultKind
+) -> BoundProgram:
+    return BoundProgram(body.source, engine.compile(let_source(variables, body.source), result))
+
+
+def let_source(variables: Sequence[tuple[str, str]], body: str) -> str:
+    """``body`` with ``variables`` (name, expression) bound as ``variables.<name>``.
+
+    Levels chain through the comprehension ranges, not the bodies, so the wrapping
+    adds one level of comprehension nesting however many levels there are (the rule
+    cost limit in ``scanner.cel.budget`` counts bodies only, and a single-element
+    ``map`` is one iteration).
+    """
+    levels: list[list[tuple[str, str]]] = []
+    for name, source in variables:
+        if not levels or ("variables" in source and levels[-1]):
+            levels.append([])
+        levels[-1].append((name, source))
+    # Every expression goes on lines of its own: a trailing "// comment" stays inside.
+    bound: list[str] = []
+    scope = ""
+    for level in levels:
+        entries = [f"{json.dumps(name)}: variables[{json.dumps(name)}]" for name in bound]
+        entries += [f"{json.dumps(name)}: (\n{source}\n)" for name, source in level]
+        values = f"{{{', '.join(entries)}}}"
+        scope = f"[{scope}].map(variables, {values})[0]" if scope else values
+        bound.extend(name for name, _ in level)
+    return f"[{scope}].map(variables, (\n{body}\n))[0]"
