@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from scanner import rulecache
 from scanner.cel import Engine, Program, ResultKind
 from scanner.config import Config
 from scanner.errors import CelError, RuleLoadError
@@ -79,11 +80,15 @@ def bundled_rules_dir() -> Path:
 
 
 @cache
-def _schema_validator() -> Any:
-    from jsonschema import Draft202012Validator
+def _schema_text() -> str:
+    return (resources.files("scanner") / "schemas" / "rule.schema.json").read_text()
 
-    text = (resources.files("scanner") / "schemas" / "rule.schema.json").read_text()
-    return Draft202012Validator(json.loads(text))
+
+@cache
+def _schema_validator() -> Any:
+    from jsonschema import Draft202012Validator  # lazy: most runs find every rule in rulecache
+
+    return Draft202012Validator(json.loads(_schema_text()))
 
 
 def rule_files(directories: Iterable[Path]) -> list[Path]:
@@ -100,8 +105,10 @@ def load_rules(
     config = config or Config()
     problems: list[str] = []
     rules: dict[str, Rule] = {}
+    known = rulecache.load()
+    validated = _Validated(frozenset(known))
     for path in rule_files(directories):
-        rule = _load_file(path, engine, config, problems)
+        rule = _load_file(path, engine, config, problems, validated)
         if rule is None:
             continue
         if rule.id in rules:
@@ -113,12 +120,27 @@ def load_rules(
     for directory in directories:
         if not directory.is_dir():
             problems.append(f"{directory}: rule directory does not exist")
+    rulecache.save(known, validated.passed)
     if problems:
         raise RuleLoadError(problems)
     return [rules[key] for key in sorted(rules)]
 
 
-def _load_file(path: Path, engine: Engine, config: Config, problems: list[str]) -> Rule | None:
+@dataclass(slots=True)
+class _Validated:
+    """Digests of rule files known to pass the schema, and of those that passed now."""
+
+    known: frozenset[str]
+    passed: list[str] = field(default_factory=list)
+
+
+def _load_file(
+    path: Path,
+    engine: Engine,
+    config: Config,
+    problems: list[str],
+    validated: _Validated,
+) -> Rule | None:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -135,13 +157,16 @@ def _load_file(path: Path, engine: Engine, config: Config, problems: list[str]) 
     if not isinstance(body, dict):
         problems.append(f"{path}:1: a rule file is a YAML mapping")
         return None
-    before = len(problems)
-    for invalid in sorted(_schema_validator().iter_errors(body), key=lambda e: list(e.path)):
-        field_path = _field_path(invalid.absolute_path)
-        line = _line(positions, field_path)
-        problems.append(f"{path}:{line}: {field_path or '(rule)'}: {invalid.message}")
-    if len(problems) > before:
-        return None
+    key = rulecache.digest(_schema_text(), text)
+    if key not in validated.known:
+        before = len(problems)
+        for invalid in sorted(_schema_validator().iter_errors(body), key=lambda e: list(e.path)):
+            field_path = _field_path(invalid.absolute_path)
+            line = _line(positions, field_path)
+            problems.append(f"{path}:{line}: {field_path or '(rule)'}: {invalid.message}")
+        if len(problems) > before:
+            return None
+        validated.passed.append(key)
     return _compile(path, body, positions, engine, config, problems)
 
 

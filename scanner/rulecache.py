@@ -1,0 +1,76 @@
+"""Which rule files already passed the rule schema, so a run need not import jsonschema.
+
+Every run loads every rule file and validates it against ``rule.schema.json``.
+Importing jsonschema alone takes about 0.15 s on the project machine, close to half
+of the pre-commit budget (one small file in 0.35 s, start-up included), and the rule
+files rarely change between runs. So a file that passed is remembered by the SHA-256
+of the schema and the file's text together, in ``validated-rules`` under poolgate's
+cache directory; a later run skips validation only for a file whose digest is listed.
+Anything else is validated as before: a changed rule, a changed schema, a new user
+rule, an empty or unreadable cache. A file that fails is never listed, so its errors
+are reported on every run.
+
+The cache directory is ``$POOLGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/poolgate``, else
+``~/.cache/poolgate``. It is best effort: when it cannot be read or written, rules are
+validated every time and nothing else changes. It only ever skips work whose result
+is already known for exactly that content; delete it at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
+from typing import Final
+
+FILE_NAME: Final = "validated-rules"
+MAX_ENTRIES: Final = 4096
+"""Digests kept; the oldest go first, so the file stays a few hundred kilobytes."""
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("POOLGATE_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "poolgate"
+
+
+def digest(schema: str, text: str) -> str:
+    """The identity of one rule file's validation: schema and rule text together."""
+    hasher = hashlib.sha256(schema.encode("utf-8"))
+    hasher.update(b"\0")
+    hasher.update(text.encode("utf-8"))
+    return hasher.hexdigest()
+
+
+def load() -> list[str]:
+    """The digests of rule files known to pass, oldest first ([] when there is no cache)."""
+    try:
+        text = (cache_dir() / FILE_NAME).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [line for line in text.split() if len(line) == 64]
+
+
+def save(known: list[str], new: Iterable[str]) -> None:
+    """Add ``new`` digests to ``known`` and write the list atomically (errors ignored)."""
+    seen = set(known)
+    entries = known + [entry for entry in dict.fromkeys(new) if entry not in seen]
+    if len(entries) == len(known):
+        return
+    directory = cache_dir()
+    with suppress(OSError):
+        directory.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{FILE_NAME}.")
+        try:
+            with open(descriptor, "w", encoding="ascii") as handle:
+                handle.write("\n".join(entries[-MAX_ENTRIES:]) + "\n")
+            os.replace(temporary, directory / FILE_NAME)
+        except OSError:
+            with suppress(OSError):
+                os.unlink(temporary)
+            raise
