@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scanner.bindings import bind_rules
-from scanner.cel import Engine
+from scanner.cel import Engine, Program
+from scanner.cel.budget import iterates, oversize
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.inventory import InvalidDocument, KubeObject
@@ -46,6 +47,8 @@ def evaluate(
     result = Evaluation()
     # Rules with equal parameters share one activation per subject.
     params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
+    iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
+    measured: dict[int, str] = {}  # id(object body) -> rule cost limit problem, or ""
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine)
     by_type: dict[str, list[Rule]] = {}
@@ -68,8 +71,15 @@ def evaluate(
                     data["params"] = rule.params
                     data["variables"] = {}
                     activation = activations[key] = engine.activation(data)
+                refuse = ""
+                if rule.id in iterating:
+                    body = subject.obj.body
+                    known = measured.get(id(body))
+                    if known is None:
+                        known = measured[id(body)] = oversize("object", body)
+                    refuse = known
                 result.findings.extend(
-                    _run_rule(rule, subject, activation, engine, globals_, lookup or {})
+                    _run_rule(rule, subject, activation, engine, globals_, lookup or {}, refuse)
                 )
     return result
 
@@ -81,10 +91,18 @@ def _run_rule(
     engine: Engine,
     globals_: Mapping[str, Any],
     lookup: Mapping[str, KubeObject],
+    refuse: str = "",
 ) -> list[Finding]:
+    """``refuse``: why the rule's comprehensions must not run on this subject (budget.py);
+    a condition without comprehensions still decides first whether the rule applies."""
     try:
-        if rule.condition is not None and not rule.condition.evaluate(activation):
-            return []
+        if rule.condition is not None:
+            if refuse and iterates(rule.condition.source):
+                raise CelEvalError(refuse)
+            if not rule.condition.evaluate(activation):
+                return []
+        if refuse:
+            raise CelEvalError(refuse)
         if rule.variables:
             activation = _bind_variables(rule, subject, engine, globals_, activation)
         if rule.violations is not None:
@@ -111,6 +129,18 @@ def _run_rule(
                 Outcome.ERROR,
             )
         ]
+
+
+def _programs(rule: Rule) -> Iterator[Program]:
+    if rule.condition is not None:
+        yield rule.condition
+    yield from (program for _, program in rule.variables)
+    if rule.violations is not None:
+        yield rule.violations
+    for validation in rule.validations:
+        yield validation.expression
+        if validation.message_expression is not None:
+            yield validation.message_expression
 
 
 def _bind_variables(

@@ -10,6 +10,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from scanner.cel import VARIABLES, ResultKind
+from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.errors import CelError, CelEvalError
 
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
@@ -58,13 +59,23 @@ class CppProgram:
     result: ResultKind
 
     def evaluate(self, activation: Any) -> Any:
-        value = self.expression.eval(activation)
+        try:
+            value = self.expression.eval(activation)
+        except RuntimeError as error:  # a status (evaluation aborted), not an error value
+            raise CelEvalError(_status_message(str(error))) from None
         if value.type() == cel.Type.ERROR:
             raise CelEvalError(str(value.value()))
         plain = value.plain_value()
         if not self.result.accepts(plain):
             raise CelEvalError(f"must evaluate to {self.result.value}, got {_type_name(plain)}")
         return plain
+
+
+def _status_message(text: str) -> str:
+    """cel-cpp's iteration limit, in the words the pure-Python engine uses for it too."""
+    if "Iteration budget exceeded" in text:
+        return BUDGET_EXCEEDED
+    return text.strip().splitlines()[0] if text.strip() else "evaluation failed"
 
 
 def _type_name(value: object) -> str:
@@ -85,7 +96,9 @@ class CppEngine:
         self._env = new_env()
 
     def compile(self, source: str, result: ResultKind) -> CppProgram:
-        return CppProgram(source, check(self._env, source, result), result)
+        expression = check(self._env, source, result)
+        check_nesting(source)
+        return CppProgram(source, expression, result)
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         return self._env.Activation(dict(data))

@@ -20,6 +20,8 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from scanner.cel import ResultKind, cpp_available
+from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
+from scanner.cel.celpy_budget import CountingRunner, IterationLimit
 from scanner.errors import CelError, CelEvalError
 
 # celpy logs every evaluation error at WARNING; poolgate reports them itself.
@@ -37,6 +39,10 @@ class PythonProgram:
             value = self.runner.evaluate(activation)
         except CELEvalError as error:
             raise CelEvalError(_eval_message(error)) from None
+        except IterationLimit:
+            raise CelEvalError(BUDGET_EXCEEDED) from None
+        except RecursionError:
+            raise CelEvalError("expression nests too deeply to evaluate") from None
         except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as error:
             raise CelEvalError(f"{type(error).__name__}: {error}") from None
         if isinstance(value, CELEvalError):
@@ -75,7 +81,8 @@ class PythonEngine:
     name = "python"
 
     def __init__(self) -> None:
-        self._env = celpy.Environment()
+        # Counts comprehension iterations as cel-cpp does (scanner/cel/budget.py).
+        self._env = celpy.Environment(runner_class=CountingRunner)
         self._checker: Any = None
         if cpp_available():
             from scanner.cel.cpp import new_env
@@ -96,6 +103,7 @@ class PythonEngine:
                 getattr(error, "line", 0) or 0,
                 getattr(error, "column", 0) or 0,
             ) from None
+        check_nesting(source)
         return PythonProgram(source, self._env.program(ast), result)
 
     def activation(self, data: Mapping[str, Any]) -> Any:

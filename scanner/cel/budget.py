@@ -1,0 +1,243 @@
+"""Rule cost limits: what keeps one expensive rule from hanging a scan.
+
+CEL has no loops or recursion; all of its cost comes from comprehensions (the macros
+``all``, ``exists``, ``exists_one``, ``map``, ``filter``) multiplied by the size of the
+values they touch. cel-expr-python exposes no cost tracker, but it compiles in a limit
+of its own: one evaluation stops at its 10,000th comprehension iteration (nested
+iterations included). poolgate builds its bound on that limit, the same on both engines:
+
+* **iterations**: every evaluation of an expression may run at most
+  ``MAX_ITERATIONS - 1`` comprehension iterations. cel-cpp enforces it itself; the
+  pure-Python engine counts the same iterations (with cel-cpp's short-circuits, see
+  ``scanner.cel.celpy_budget``), so both stop on the same input.
+* **value size**: one iteration can still cost time proportional to the values it
+  touches (``x in list``, ``s.matches(re)``; cel-cpp's ``map`` and ``filter`` copy
+  their growing result on every step). A rule that has comprehensions is therefore
+  not run on a subject holding a list or map with more than ``MAX_ITEMS`` entries or
+  a string longer than ``MAX_STRING`` characters. Real objects rarely come near
+  either: an EndpointSlice holds at most 1,000 endpoints, and all annotations of an
+  object together at most 256 KiB.
+* **nesting**: comprehensions nested more than ``MAX_NESTING`` deep are refused when the
+  rule loads. Four levels over lists of 10 items already exceed the iteration limit,
+  so deeper nesting is a mistake better reported once, at load, than on every subject.
+
+Together: one evaluation does fewer than 10,000 iterations, each over values of
+bounded size, so a bad rule costs at most seconds per subject (measured worst cases
+are in README.md, "Rule cost limits") and a scan's time grows with its input, never
+explosively. Both run-time limits turn into findings with outcome ``error`` (exit
+code 3), never an aborted scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Final
+
+from scanner.errors import CelError
+from scanner.inventory import join_path
+
+MAX_ITERATIONS: Final = 10_000
+"""cel-cpp's compiled-in ``comprehension_max_iterations``: the 10,000th iteration fails."""
+
+MAX_NESTING: Final = 3
+MAX_ITEMS: Final = 1_000
+MAX_STRING: Final = 256 * 1024
+
+MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+BUDGET_EXCEEDED: Final = (
+    f"evaluation stopped at {MAX_ITERATIONS:,} comprehension iterations (rule cost limit)"
+)
+
+
+def check_nesting(source: str) -> None:
+    """Raise ``CelError`` at the offending macro if comprehensions nest past ``MAX_NESTING``."""
+    depth, offset = comprehension_nesting(source)
+    if depth > MAX_NESTING:
+        line = source.count("\n", 0, offset) + 1
+        column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+        raise CelError(
+            f"comprehensions nested {depth} deep; at most {MAX_NESTING} are allowed "
+            "(rule cost limit)",
+            line,
+            column,
+        )
+
+
+@lru_cache(maxsize=4096)
+def iterates(source: str) -> bool:
+    """Does ``source`` use a comprehension macro anywhere?"""
+    return comprehension_nesting(source)[0] > 0
+
+
+def comprehension_nesting(source: str) -> tuple[int, int]:
+    """(deepest comprehension nesting, offset of the deepest macro's name) in ``source``.
+
+    A comprehension's body (its arguments) is inside it; its range (``a`` in
+    ``a.all(x, ...)``) is not. Works on the token level, so no second parser has to be
+    loaded: string literals and comments are skipped, ``.name(`` with a macro name opens
+    a comprehension, and its depth is the number of comprehension parentheses open
+    around it. Meant for source that already compiled; tests compare it with
+    cel-python's parse tree.
+    """
+    macro_parens: list[bool] = []  # one entry per open "(": does it open a macro?
+    open_macros = 0
+    deepest, where = 0, 0
+    index, end = 0, len(source)
+    while index < end:
+        char = source[index]
+        if char in "'\"" or (char in "rRbB" and _string_prefix(source, index)):
+            index = _skip_string(source, index)
+            continue
+        if char == "/" and source.startswith("//", index):
+            newline = source.find("\n", index)
+            index = end if newline == -1 else newline + 1
+            continue
+        if char.isalpha() or char == "_":
+            start = index
+            while index < end and (source[index].isalnum() or source[index] == "_"):
+                index += 1
+            continue_at = _skip_space(source, index)
+            if (
+                continue_at < end
+                and source[continue_at] == "("
+                and source[start:index] in MACROS
+                and _after_dot(source, start)
+            ):
+                macro_parens.append(True)
+                open_macros += 1
+                if open_macros > deepest:
+                    deepest, where = open_macros, start
+                index = continue_at + 1
+            continue
+        if char == "(":
+            macro_parens.append(False)
+        elif char == ")" and macro_parens:
+            open_macros -= macro_parens.pop()
+        index += 1
+    return deepest, where
+
+
+def _string_prefix(source: str, index: int) -> bool:
+    """Is ``source[index]`` the start of a prefixed literal (``r'..'``, ``b".."``, ``rb'..'``)?"""
+    if index > 0 and (source[index - 1].isalnum() or source[index - 1] == "_"):
+        return False
+    probe = index
+    while probe < len(source) and probe - index < 2 and source[probe] in "rRbB":
+        probe += 1
+    return probe < len(source) and source[probe] in "'\""
+
+
+def _skip_string(source: str, index: int) -> int:
+    """The offset just past the string literal starting at ``index`` (prefix included)."""
+    raw = False
+    while source[index] in "rRbB":
+        raw = raw or source[index] in "rR"
+        index += 1
+    quote = source[index]
+    delimiter = quote * 3 if source.startswith(quote * 3, index) else quote
+    index += len(delimiter)
+    end = len(source)
+    while index < end:
+        if source.startswith(delimiter, index):
+            return index + len(delimiter)
+        index += 2 if source[index] == "\\" and not raw else 1
+    return end
+
+
+def _skip_space(source: str, index: int) -> int:
+    while index < len(source) and source[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+def _after_dot(source: str, start: int) -> bool:
+    """Is the identifier at ``start`` a member name (``x.all``), not a global (``all``)?"""
+    index = start - 1
+    while index >= 0 and source[index] in " \t\r\n":
+        index -= 1
+    return index >= 0 and source[index] == "."
+
+
+# --- value sizes ---------------------------------------------------------------------
+
+
+def oversize(name: str, value: Any) -> str:
+    """Why a rule with comprehensions must not run on ``value`` ("" when it may).
+
+    ``value`` is the CEL variable ``name`` (``object``); the message names the first
+    value over ``MAX_ITEMS`` entries or ``MAX_STRING`` characters by its CEL path.
+    """
+    if not _any_oversize(value):
+        return ""
+    found = _first_oversize(value)
+    if found is None:  # pragma: no cover - the two walks apply the same limits
+        return ""
+    path, size, is_text = found
+    where = name
+    for part in reversed(path):
+        where = join_path(where, part)
+    if is_text:
+        return (
+            f"{where} is {size:,} characters long; rules with comprehensions do not "
+            f"run on strings over {MAX_STRING:,} characters (rule cost limit)"
+        )
+    return (
+        f"{where} holds {size:,} entries; rules with comprehensions do not run on "
+        f"lists or maps over {MAX_ITEMS:,} entries (rule cost limit)"
+    )
+
+
+def _any_oversize(root: Any) -> bool:
+    """The fast check run on every subject: no paths, no recursion, C-level loops."""
+    if root.__class__ is str:
+        return len(root) > MAX_STRING
+    if not isinstance(root, list | dict):
+        return False
+    stack: list[Any] = [root]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value = pop()
+        if len(value) > MAX_ITEMS:
+            return True
+        if value.__class__ is dict:
+            if value and max(map(len, value)) > MAX_STRING:  # keys are text
+                return True
+            value = value.values()
+        for item in value:
+            cls = item.__class__
+            if cls is str:
+                if len(item) > MAX_STRING:
+                    return True
+            elif cls is dict or cls is list:
+                push(item)
+    return False
+
+
+def _first_oversize(value: Any) -> tuple[list[str | int], int, bool] | None:
+    """(reversed path, size, is a string) of the first value over a limit, else None."""
+    if value.__class__ is str:
+        return ([], len(value), True) if len(value) > MAX_STRING else None
+    if isinstance(value, list):
+        if len(value) > MAX_ITEMS:
+            return [], len(value), False
+        pairs: Iterable[tuple[str | int, Any]] = enumerate(value)
+    elif isinstance(value, Mapping):
+        if len(value) > MAX_ITEMS:
+            return [], len(value), False
+        pairs = value.items()
+    else:
+        return None
+    for key, item in pairs:
+        if isinstance(key, str) and len(key) > MAX_STRING:
+            return [f"{key[:40]}…"], len(key), True
+        if item.__class__ is str:
+            if len(item) > MAX_STRING:
+                return [key], len(item), True
+        elif isinstance(item, list | Mapping):
+            found = _first_oversize(item)
+            if found is not None:
+                found[0].append(key)
+                return found
+    return None
