@@ -50,7 +50,7 @@ def evaluate(
     iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
     measured: dict[int, str] = {}  # id(object body) -> rule cost limit problem, or ""
     # One activation per subject: variables are bound inside the programs (bindings.py).
-    bound = bind_rules(rules, engine)
+    bound = bind_rules(rules, engine, subjects)
     by_type: dict[str, list[Rule]] = {}
     for rule in rules:
         if not rule.builtin:

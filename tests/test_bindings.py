@@ -3,19 +3,25 @@ with one activation per variable: same values, same order, same errors."""
 
 from __future__ import annotations
 
+import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scanner.bindings import bind_rules, let_source
+from scanner import bindings, pipeline
+from scanner.bindings import BIND_FROM, bind_rules, let_source
 from scanner.cel import Engine, ResultKind, cpp_available, get_engine
 from scanner.errors import CelEvalError
 from scanner.findings import Level
 from scanner.ruledoc import RuleDoc
 from scanner.rules import Rule, Validation
+from scanner.sources.files import load_paths
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures" / "rules"
 ACTIVATION = {"workload": {"namespace": "ml", "names": ["a", "b"]}, "variables": {}}
 
 
@@ -107,3 +113,28 @@ def test_rule_whose_wrapped_program_does_not_compile_keeps_the_plain_path() -> N
     # checker sees a map of bools and refuses it. The rule then runs as written.
     rule = _rule([("ok", "true"), ("why", "false")], "[]", engine)
     assert bind_rules([rule], engine) == {}
+
+
+def test_few_subjects_are_not_worth_binding() -> None:
+    engine = get_engine("cpp")
+    rule = _rule([("ok", "true"), ("why", '"because"')], "[]", engine)
+    few = {"workload": [object()] * (BIND_FROM - 1)}
+    many = {"workload": [object()] * BIND_FROM}
+    assert bind_rules([rule], engine, few) == {}
+    assert set(bind_rules([rule], engine, many)) == {"PG900"}
+
+
+def test_every_rule_fixture_gives_the_same_findings_bound_and_unbound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """All fixtures in one scan, so every rule meets enough subjects to be bound."""
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(enable_all=True))
+    inventory = load_paths([str(FIXTURES)], REPO)
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    monkeypatch.setattr(bindings, "ENGINES", frozenset())
+    plain = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=now).findings
+    monkeypatch.setattr(bindings, "ENGINES", frozenset({"cpp"}))
+    bound = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=now).findings
+    rules_with_variables = {rule.id for rule in ruleset.rules if rule.variables}
+    assert {finding.rule_id for finding in plain} & rules_with_variables  # they did run
+    assert bound == plain
