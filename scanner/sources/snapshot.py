@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin
+from scanner.sources.yamldoc import collector_paused
 
 SCHEME = "cluster://"
 SOURCE_TYPE = "cluster"
@@ -121,26 +122,32 @@ def parse_time(text: str) -> datetime.datetime:
 
 def to_inventory(capture: Capture) -> Inventory:
     """Inventory objects with ``cluster://`` origins; items without kind or name are skipped."""
+    with collector_paused():
+        return _inventory(capture)
+
+
+def _inventory(capture: Capture) -> Inventory:
     inventory = Inventory()
+    prefix = f"{SCHEME}{quote(capture.context, safe='')}/"  # object_uri, hoisted
+    append = inventory.objects.append
     for body in capture.objects:
         meta = body.get("metadata")
+        kind, api_version = body.get("kind"), body.get("apiVersion")
         if (
-            not isinstance(body.get("kind"), str)
-            or not isinstance(body.get("apiVersion"), str)
+            not isinstance(kind, str)
+            or not isinstance(api_version, str)
             or not isinstance(meta, Mapping)
             or not isinstance(meta.get("name"), str)
         ):
             inventory.skipped += 1
             continue
         namespace = meta.get("namespace")
-        ref = ObjectRef(
-            body["apiVersion"],
-            body["kind"],
-            namespace if isinstance(namespace, str) else "",
-            meta["name"],
-        )
-        origin = Origin(object_uri(capture.context, ref), source_type=SOURCE_TYPE)
-        inventory.objects.append(KubeObject(body, origin, _NO_LINES))
+        name = meta["name"]
+        if isinstance(namespace, str) and namespace:
+            uri = f"{prefix}{namespace}/{kind}/{name}"
+        else:
+            uri = f"{prefix}{kind}/{name}"
+        append(KubeObject(body, Origin(uri, source_type=SOURCE_TYPE), _NO_LINES))
     return inventory
 
 
@@ -196,7 +203,13 @@ def read(path: str, context: str | None = None) -> Capture:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise UsageError(f"{path}:{line}: not valid UTF-8 (byte offset {error.start})") from None
-    documents = _parse(path, text)
+    # A snapshot of a large cluster is millions of dicts that all survive: without the
+    # pause the collector rescans the growing heap on every allocation burst.
+    with collector_paused():
+        return _capture(path, context, _parse(path, text))
+
+
+def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
     objects: list[dict[str, Any]] = []
     annotations: dict[str, Any] = {}
     for document in documents:
