@@ -47,11 +47,15 @@ class ChildRun:
         return "\n".join(self.stderr.strip().splitlines()[-lines:])
 
 
-def run_child(argv: list[str], *, cwd: Path, timeout: float) -> ChildRun:
+def run_child(
+    argv: list[str], *, cwd: Path, timeout: float, env: dict[str, str] | None = None
+) -> ChildRun:
     """Run ``argv`` to completion; wall time from spawn to reap, and its peak RSS."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
         killed = threading.Event()
 
         def kill() -> None:
@@ -123,9 +127,10 @@ class FloorRun:
     peak_rss: int | None
 
 
-def libyaml_floor(root: Path, *, timeout: float) -> FloorRun:
+def libyaml_floor(root: Path, *, timeout: float, env: dict[str, str] | None = None) -> FloorRun:
     """``yaml.compose_all(..., Loader=CSafeLoader)`` over every document under ``root``."""
-    run = run_child([sys.executable, "-c", _LIBYAML_FLOOR, str(root)], cwd=root, timeout=timeout)
+    argv = [sys.executable, "-c", _LIBYAML_FLOOR, str(root)]
+    run = run_child(argv, cwd=root, timeout=timeout, env=env)
     if run.returncode != 0:
         raise RuntimeError(f"libyaml floor failed (exit {run.returncode}):\n{run.stderr_tail()}")
     result = json.loads(run.stdout.strip().splitlines()[-1])
