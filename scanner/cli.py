@@ -32,6 +32,16 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRU
 )
 
 
+def _file_size(text: str) -> int:
+    """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G alike)."""
+    number = text.strip().rstrip("iBb").rstrip()
+    scale = {"k": 1024, "m": 1024**2, "g": 1024**3}.get(number[-1:].lower(), 1)
+    digits = number[:-1] if scale > 1 else number
+    if not digits.strip().isdigit() or int(digits) < 1:
+        raise click.BadParameter(f"{text!r} is not a size such as 10MiB, 512KiB or 1048576")
+    return int(digits) * scale
+
+
 def _split_ids(values: Sequence[str]) -> list[str]:
     """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
     return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
@@ -96,6 +106,13 @@ def cli() -> None:
 @click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
 @click.option(
+    "--max-file-size",
+    default="10MiB",
+    show_default=True,
+    callback=lambda _ctx, _param, value: _file_size(value),
+    help="Skip (and report) larger files: bytes, or a number with KiB, MiB or GiB.",
+)
+@click.option(
     "--config",
     "config_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -142,6 +159,7 @@ def scan(
     disable: tuple[str, ...],
     show_suppressed: bool,
     verbose: bool,
+    max_file_size: int,
     config_file: Path | None,
     context: tuple[str, ...],
     baseline_file: Path | None,
@@ -179,7 +197,9 @@ def scan(
         config=loaded.config,
     )
     ruleset = pipeline.load_ruleset(options)
-    report = pipeline.scan_paths(paths, ruleset, context=context, render=render)
+    report = pipeline.scan_paths(
+        paths, ruleset, context=context, render=render, max_file_size=max_file_size
+    )
     if write_baseline is not None:
         record = baseline.document(report.findings, __version__, pipeline.INCOMPLETE_RULES)
         target = output.Destination("json", str(write_baseline))

@@ -192,6 +192,17 @@ class ReadError:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class SourceWarning:
+    """A document that loaded, but not quite as written (a custom YAML tag ignored, a
+    list of objects Kubernetes would not accept): reported, never incomplete."""
+
+    uri: str
+    message: str
+    line: int = 0
+    column: int = 0
+
+
 @dataclass(slots=True)
 class Inventory:
     """Everything the sources produced for one run."""
@@ -199,6 +210,7 @@ class Inventory:
     objects: list[KubeObject] = field(default_factory=list)
     invalid: list[InvalidDocument] = field(default_factory=list)
     read_errors: list[ReadError] = field(default_factory=list)
+    warnings: list[SourceWarning] = field(default_factory=list)
     skipped: int = 0
     """Documents that parsed but are not Kubernetes objects (no apiVersion/kind)."""
     files: int = 0
@@ -207,6 +219,7 @@ class Inventory:
         self.objects.extend(other.objects)
         self.invalid.extend(other.invalid)
         self.read_errors.extend(other.read_errors)
+        self.warnings.extend(other.warnings)
         self.skipped += other.skipped
         self.files += other.files
 

@@ -25,7 +25,7 @@ from scanner.inventory import Inventory, KubeObject
 from scanner.model import build_model
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
-from scanner.sources.files import find_repo_root, load_paths
+from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, find_repo_root, load_paths
 from scanner.sources.rendered import RenderOptions, render_directories
 
 INCOMPLETE_RULES = frozenset({"PG001"})
@@ -92,6 +92,7 @@ def scan_paths(
     context: Sequence[str] = (),
     render: RenderOptions | None = None,
     now: datetime.datetime | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
@@ -101,7 +102,13 @@ def scan_paths(
     root = repo_root or find_repo_root(Path.cwd())
     check_context_paths(context)
     render_roots: list[Path] = []
-    inventory = load_paths(paths, root, stdin=stdin or sys.stdin, render_roots=render_roots)
+    inventory = load_paths(
+        paths,
+        root,
+        stdin=stdin or sys.stdin,
+        render_roots=render_roots,
+        max_file_size=max_file_size,
+    )
     if render_roots:
         inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
     notes: list[Notification] = []
@@ -186,6 +193,10 @@ def evaluate_inventory(
     findings.extend(evaluation.findings)
     notifications = [
         Notification(Level.ERROR, error.message, uri=error.uri) for error in inventory.read_errors
+    ]
+    notifications += [
+        Notification(Level.WARNING, note.message, note.uri, note.line, note.column)
+        for note in inventory.warnings
     ]
     notifications.extend(context_notes)
     invalid_rule = by_id.get(suppress.INVALID_RULE)

@@ -9,7 +9,9 @@ command line is read whatever its name. Files that exist but cannot be read beco
 The scanned tree may come from an untrusted pull request, so a walk never follows a
 symbolic link to a directory (no loops, no escaping the checkout) and reads a
 symbolic link to a file only when its target stays inside the scanned directory or
-the repository.
+the repository. Named pipes, sockets and devices found in a walk are never opened (a
+pipe would block the scan); one named on the command line is read, so process
+substitution works (``poolgate scan <(helm template chart)``).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from scanner.errors import UsageError
-from scanner.inventory import Inventory, ReadError
+from scanner.inventory import Inventory, ReadError, SourceWarning
 from scanner.sources.rendered import enclosing_root, render_kind
 from scanner.sources.yamldoc import collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
 STDIN_URI: Final = "<stdin>"
+SPECIAL_FILE: Final = "not a regular file (a named pipe, socket or device); skipped"
 
 
 class _Unreadable(Exception):
@@ -177,8 +180,12 @@ def _walk(
                     found.append(path)
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(path)
-            elif entry.is_file(follow_symlinks=False) and _is_manifest(entry.name):
-                found.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                if _is_manifest(entry.name):
+                    found.append(path)
+            elif _is_manifest(entry.name):  # never opened: a pipe would block the scan
+                warning = SourceWarning(_uri(path, repo_root), SPECIAL_FILE)
+                inventory.warnings.append(warning)
     found.sort(key=lambda file: file.parts)
     return found
 

@@ -35,14 +35,18 @@ from scanner.inventory import (
     LineMap,
     Origin,
     Position,
+    SourceWarning,
 )
 from scanner.sources.yamllimits import (
     TOO_DEEP,
+    TOO_LARGE,
+    TOO_MANY_NODES,
     Refused,
     check_expansion,
     first_too_deep,
     may_nest_deeply,
 )
+from scanner.sources.yamlnotes import list_of_objects, tag_notes
 from scanner.sources.yamlwalk import Duplicate, build
 
 try:
@@ -228,12 +232,17 @@ def _build_checked(root: Node, text: str) -> tuple[Any, dict[str, Position], lis
     # others, and a node's start mark includes its anchor): documents without both
     # skip the check. Cron schedules put a "*" in many manifests; "&" is rare.
     start, end = root.start_mark.index, root.end_mark.index
-    if text.find("&", start, end) != -1 and text.find("*", start, end) != -1:
+    aliased = text.find("&", start, end) != -1 and text.find("*", start, end) != -1
+    if aliased:
         check_expansion(root)
     try:
         return build(root)
     except RecursionError as error:  # only if the caller already sits deep in the stack
         raise Refused("nesting too deep to parse", root.start_mark) from error
+    except Refused as refused:  # the walk's own node count: no alias to blame
+        if refused.message == TOO_LARGE and not aliased:
+            raise Refused(TOO_MANY_NODES, refused.mark) from None
+        raise
 
 
 def _is_empty(root: Node) -> bool:
@@ -247,6 +256,9 @@ def _add_document(
     if root.__class__ is not MappingNode:
         if not _is_empty(root):
             inventory.skipped += 1
+            note = list_of_objects(root)
+            if note is not None:
+                inventory.warnings.append(SourceWarning(uri, *note))
         return
     pairs: list[tuple[Node, Node]] = root.value
     if not _may_be_object(pairs):
@@ -267,6 +279,8 @@ def _add_document(
     if not (isinstance(api_version, str) and isinstance(kind, str)):
         inventory.skipped += 1
         return
+    if text.find("!", root.start_mark.index, root.end_mark.index) != -1:  # tags start with "!"
+        inventory.warnings.extend(SourceWarning(uri, *note) for note in tag_notes(root))
 
     objects: list[tuple[str, KubeObject]] = []
     items = _list_items(body, api_version, kind)
@@ -387,6 +401,8 @@ def _describe_parse_error(error: BaseException, text: str) -> tuple[int, int, st
         detail = " ".join(part for part in (error.problem, error.context) if part)
         mark = error.problem_mark or error.context_mark
         line, column = _position(mark) if mark is not None else (1, 1)
+        if _char_at(text, line, column) == "\t":
+            detail += " (a tab: YAML indents with spaces only)"
         return line, column, f"YAML does not parse: {detail or error}"
     if isinstance(error, ReaderError):
         offset = error.position
@@ -403,6 +419,16 @@ def _describe_parse_error(error: BaseException, text: str) -> tuple[int, int, st
     if isinstance(error, RecursionError):
         return 1, 1, "YAML does not parse: nesting too deep to parse"
     return 1, 1, f"YAML does not parse: {error}"
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    """The character at a 1-based position ("" past the end); for error messages only."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return text[start + column - 1 : start + column]
 
 
 def _offset_position(text: str, offset: int) -> Position:

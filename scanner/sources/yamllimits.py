@@ -67,6 +67,7 @@ class Refused(Exception):
 
 TOO_DEEP: Final = f"nesting deeper than {MAX_DEPTH} levels"
 TOO_LARGE: Final = f"alias expansion exceeds limit of {MAX_NODES:,} nodes"
+TOO_MANY_NODES: Final = f"document has more than {MAX_NODES:,} nodes (limit)"
 
 
 def too_deep(mark: Mark | None) -> Refused:

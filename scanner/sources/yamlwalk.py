@@ -9,6 +9,8 @@ a sequence entry.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -273,9 +275,21 @@ def _to_float(text: str) -> float | str:
         return text
 
 
+def _to_text_from_binary(text: str) -> str:
+    """``!!binary``: Kubernetes' YAML decoder (go-yaml) turns the base64 text into the
+    string it encodes, so a rule must see that string too (yamlnotes warns about it).
+    Like Go's decoder, line breaks are ignored; text that is not base64 stays as it is."""
+    try:
+        data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return text
+    return data.decode("utf-8", "replace")
+
+
 _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "tag:yaml.org,2002:null": _to_null,
     "tag:yaml.org,2002:bool": _to_bool,
     "tag:yaml.org,2002:int": _to_int,
     "tag:yaml.org,2002:float": _to_float,
+    "tag:yaml.org,2002:binary": _to_text_from_binary,
 }

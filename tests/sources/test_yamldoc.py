@@ -321,7 +321,7 @@ def test_scalars_resolve_like_pyyaml_safe_loader() -> None:
         "explicit-str": "42",
         "not-a-number": "abc",
         "timestamp": "2001-12-14",
-        "binary-tag": "aGk=",
+        "binary-tag": "hi",  # decoded, as Kubernetes decodes it (yamlnotes.py)
         "custom": "value",
     }
     assert math.isnan(data["nan"])
