@@ -24,6 +24,11 @@ comprehension iteration, so a rule gives up one to three of cel-cpp's 10,000 per
 evaluation. The wrapped programs are evaluated against the subject's shared
 activation; the rule's own programs keep their sources for messages and cost checks.
 
+A rule with ``params`` used to need an activation of its own as well (``params``
+differs from rule to rule), so every subject was converted once more for it. Its
+parameters are bound the same way, outermost, as a literal (JSON is CEL for them),
+and the condition is wrapped too; the rule then shares the subject's activation.
+
 Only the cpp engine needs this: cel-python converts values without that cost, and
 keeping its plain path means the rule fixtures, which run under both engines, compare
 the two ways of binding variables. A rule whose wrapped program does not compile (a
@@ -70,20 +75,22 @@ class BoundProgram:
 def bind_rules(
     rules: Iterable[Rule], engine: Engine, subjects: Mapping[str, Sized] | None = None
 ) -> dict[str, Rule]:
-    """Rule id -> the rule with its variables bound inside its programs.
+    """Rule id -> the rule with its variables and parameters bound inside its programs.
 
-    Only rules with variables appear, and only for engines in ``ENGINES``. The rules
-    returned have no ``variables`` of their own left: an engine runs them like any
-    other rule, on the subject's shared activation. With ``subjects`` (subject type ->
-    subjects), a rule is bound only when it has at least ``BIND_FROM`` subjects:
-    compiling the wrapped programs costs about a millisecond each, which a handful of
-    subjects (a pre-commit run on one file) never earns back.
+    Only rules with variables or parameters appear, and only for engines in
+    ``ENGINES``. The rules returned have no ``variables`` or ``params`` of their own
+    left: an engine runs them like any other rule, on the subject's shared activation.
+
+    With ``subjects`` (subject type -> subjects), a rule is bound only when it has at
+    least ``BIND_FROM`` subjects: compiling the wrapped programs costs about a
+    millisecond each, which a handful of subjects (a pre-commit run on one file) never
+    earns back.
     """
     if engine.name not in ENGINES:
         return {}
     bound: dict[str, Rule] = {}
     for rule in rules:
-        if not rule.variables:
+        if not rule.variables and not rule.params:
             continue
         if subjects is not None and len(subjects.get(rule.doc.subject, ())) < BIND_FROM:
             continue
@@ -99,7 +106,8 @@ def bind_rules(
 
 
 def _sources(rule: Rule) -> tuple[str, ...]:
-    texts = [f"{name}={program.source}" for name, program in rule.variables]
+    texts = [_params_literal(rule.params) or "", f"if {_source(rule.condition)}"]
+    texts += [f"{name}={program.source}" for name, program in rule.variables]
     if rule.violations is not None:
         texts.append(rule.violations.source)
     for validation in rule.validations:
@@ -109,35 +117,73 @@ def _sources(rule: Rule) -> tuple[str, ...]:
     return tuple(texts)
 
 
-def _bind(rule: Rule, engine: Engine) -> Rule | None:
-    variables = [(name, program.source) for name, program in rule.variables]
+def _source(program: Program | None) -> str:
+    return "" if program is None else program.source
+
+
+def _params_literal(params: Mapping[str, Any]) -> str | None:
+    """``params`` as a CEL literal, or None when it has none that reads back the same.
+
+    JSON is CEL for these values (maps with string keys, lists, strings, ints,
+    doubles, bools, null); anything that does not survive the round trip (NaN, keys
+    that are not strings) keeps the rule on the plain path.
+    """
     try:
+        literal = json.dumps(dict(params), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return literal if json.loads(literal) == params else None
+
+
+def _bind(rule: Rule, engine: Engine) -> Rule | None:
+    """The rule with its variables, and its ``params`` when it has any, bound inside.
+
+    Rules with parameters need an activation of their own for ``params``, and so a
+    second conversion of every subject; bound as a literal, they share the subject's
+    activation with every other rule.
+    """
+    variables = [(name, program.source) for name, program in rule.variables]
+    params = None
+    if rule.params:
+        params = _params_literal(rule.params)
+        if params is None:
+            return None
+
+    def wrap(bindings: Sequence[tuple[str, str]], body: Program, result: ResultKind) -> Program:
+        source = let_source(bindings, body.source, params)
+        return BoundProgram(body.source, engine.compile(source, result))
+
+    try:
+        condition = rule.condition
+        if condition is not None and params is not None:
+            condition = wrap([], condition, ResultKind.BOOL)
         violations = None
         if rule.violations is not None:
-            violations = _wrap(engine, variables, rule.violations, ResultKind.LIST)
+            violations = wrap(variables, rule.violations, ResultKind.LIST)
         validations = []
         for validation in rule.validations:
             message_expression = None
             if validation.message_expression is not None:
-                message_expression = _wrap(
-                    engine, variables, validation.message_expression, ResultKind.STRING
+                message_expression = wrap(
+                    variables, validation.message_expression, ResultKind.STRING
                 )
-            expression = _wrap(engine, variables, validation.expression, ResultKind.BOOL)
+            expression = wrap(variables, validation.expression, ResultKind.BOOL)
             validations.append(
                 replace(validation, expression=expression, message_expression=message_expression)
             )
     except CelError:
         return None
-    return replace(rule, variables=(), violations=violations, validations=tuple(validations))
+    return replace(
+        rule,
+        params={},
+        condition=condition,
+        variables=(),
+        violations=violations,
+        validations=tuple(validations),
+    )
 
 
-def _wrap(
-    engine: Engine, variables: Sequence[tuple[str, str]], body: Program, result: ResultKind
-) -> BoundProgram:
-    return BoundProgram(body.source, engine.compile(let_source(variables, body.source), result))
-
-
-def let_source(variables: Sequence[tuple[str, str]], body: str) -> str:
+def let_source(variables: Sequence[tuple[str, str]], body: str, params: str | None = None) -> str:
     """``body`` with ``variables`` (name, expression) bound as ``variables.<name>``.
 
     Levels chain through the comprehension ranges, not the bodies, so the wrapping
@@ -159,4 +205,6 @@ def let_source(variables: Sequence[tuple[str, str]], body: str) -> str:
         values = f"{{{', '.join(entries)}}}"
         scope = f"[{scope}].map(variables, {values})[0]" if scope else values
         bound.extend(name for name, _ in level)
-    return f"[{scope}].map(variables, (\n{body}\n))[0]"
+    expression = f"[{scope}].map(variables, (\n{body}\n))[0]" if scope else f"(\n{body}\n)"
+    # ``params`` outermost: variables may read it too.
+    return f"[{params}].map(params, {expression})[0]" if params is not None else expression

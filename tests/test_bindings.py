@@ -138,3 +138,45 @@ def test_every_rule_fixture_gives_the_same_findings_bound_and_unbound(
     rules_with_variables = {rule.id for rule in ruleset.rules if rule.variables}
     assert {finding.rule_id for finding in plain} & rules_with_variables  # they did run
     assert bound == plain
+
+
+@pytest.mark.parametrize("name", ["cpp", "python"])
+def test_params_are_bound_outermost_as_a_literal(name: str) -> None:
+    engine = get_engine(name)
+    params = '{"minutes": 10, "ratio": 0.5, "names": ["é", "a\\nb"], "on": true, "none": null}'
+    variables = [("limit", "params.minutes * 60")]
+    body = "[variables.limit, params.ratio, params.names, params.on, params.none]"
+    program = engine.compile(let_source(variables, body, params), ResultKind.ANY)
+    assert program.evaluate(engine.activation(ACTIVATION)) == [600, 0.5, ["é", "a\nb"], True, None]
+
+
+def test_a_rule_with_params_shares_the_subject_activation() -> None:
+    engine = get_engine("cpp")
+    doc = RuleDoc("PG902", "params-rule", Level.ERROR, "s", "d", "r.", "workload", "rules/y.yaml")
+    rule = Rule(
+        doc,
+        True,
+        frozenset(),
+        condition=engine.compile("size(workload.names) >= params.least", ResultKind.BOOL),
+        violations=engine.compile('[{"message": string(params.least)}]', ResultKind.LIST),
+        params={"least": 2},
+    )
+    bound = bind_rules([rule], engine)["PG902"]
+    assert bound.params == {} and bound.condition is not None and bound.violations is not None
+    assert bound.condition.source == "size(workload.names) >= params.least"
+    activation = engine.activation(ACTIVATION)  # params {} here, as for any other rule
+    assert bound.condition.evaluate(activation) is True
+    assert bound.violations.evaluate(activation) == [{"message": "2"}]
+
+
+def test_params_that_do_not_read_back_keep_the_plain_path() -> None:
+    engine = get_engine("cpp")
+    doc = RuleDoc("PG903", "nan-rule", Level.ERROR, "s", "d", "r.", "workload", "rules/z.yaml")
+    rule = Rule(
+        doc,
+        True,
+        frozenset(),
+        violations=engine.compile("[]", ResultKind.LIST),
+        params={"x": float("nan")},
+    )
+    assert bind_rules([rule], engine) == {}
