@@ -33,7 +33,7 @@ from typing import TextIO
 from scanner.findings import Level, Notification
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, evaluate_inventory
-from scanner.reporters import Report, RunStats
+from scanner.reporters import Report
 from scanner.rules import Rule
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
@@ -143,6 +143,8 @@ def capture_live(
             try:
                 items = cluster.list_objects(served, namespace, on_page)
             except ListError as error:
+                if error.failure.status == "absent":
+                    continue  # removed since discovery (a CRD uninstalled): there are none
                 complete = False
                 capture.unavailable.append(
                     _unavailable(resource, error.failure.status, error.failure.message, namespace)
@@ -260,8 +262,7 @@ def evaluate(
         replace(
             report,
             notifications=[*report.notifications, *covered.notifications],
-            rules=[rule.doc for rule in ruleset.rules],
-            stats=replace(report.stats, files=0) if report.stats else RunStats(),
+            rules=[rule.doc for rule in ruleset.rules],  # rules that could not run included
         ),
         covered,
     )

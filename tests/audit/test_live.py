@@ -337,3 +337,68 @@ def test_drift_does_not_call_unreadable_findings_resolved(pki: Pki, tmp_path: Pa
     assert ("PG603", "llama-finetune-0") in {
         (f["ruleId"], f["object"]["name"]) for f in drift["unverified"]
     }
+
+
+NEEDY_RULE = """\
+id: ACME601
+name: namespace-needs-policies
+level: error
+summary: A rule whose facts come from NetworkPolicies.
+description: Fires on every namespace; stands for a rule that joins NetworkPolicies.
+remediation: None needed.
+subject: object
+modes: [audit]
+needs: [NetworkPolicy]
+match:
+  kinds: [Namespace]
+violations: '[{"message": "checked against NetworkPolicies"}]'
+"""
+
+
+def test_a_rule_that_needs_a_forbidden_kind_does_not_run(
+    lab: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "ACME601-namespace-needs-policies.yaml").write_text(NEEDY_RULE)
+    args = ["audit", "--kubeconfig", str(kubeconfig), "--rules", str(rules), "--format", "json"]
+    assert "ACME601" in rule_ids(report(cli(*args)))
+    lab.behaviour.forbidden.add("networkpolicies.networking.k8s.io")
+    document = report(cli(*args))
+    assert "ACME601" not in rule_ids(document)
+    [note] = document["notifications"]
+    assert note["message"].startswith("cannot list NetworkPolicy.networking.k8s.io: forbidden")
+    assert "rules that did not run: ACME601" in note["message"]
+    # The snapshot remembers, and auditing it says the same.
+    snap = tmp_path / "snap.json"
+    taken = cli("snapshot", "--kubeconfig", str(kubeconfig), "--rules", str(rules), "-o", str(snap))
+    assert taken.returncode == 3
+    assert "poolgate: warning: could not list NetworkPolicy.networking.k8s.io: forbidden" in (
+        taken.stderr
+    )
+    offline = report(
+        cli("audit", "--snapshot", str(snap), "--rules", str(rules), "--format", "json")
+    )
+    assert offline["notifications"] == document["notifications"]
+    assert findings(offline) == findings(document)
+
+
+def test_a_kind_gone_since_discovery_is_simply_empty(lab: ApiServer, kubeconfig: Path) -> None:
+    lab.behaviour.faults["clusterpolicies.nvidia.com"] = [Fault(status=404)]
+    result = cli("audit", "--kubeconfig", str(kubeconfig), "--format", "json")
+    document = report(result)
+    assert document["notifications"] == []
+    assert not [f for f in document["findings"] if f["object"]["kind"] == "ClusterPolicy"]
+
+
+def test_no_kubeconfig_anywhere_is_a_usage_line() -> None:
+    result = cli("audit")
+    assert result.returncode == 2
+    assert result.stderr.startswith("poolgate: error: kubeconfig ")
+    assert "does not exist" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_snapshot_and_kubeconfig_exclude_each_other(kubeconfig: Path, tmp_path: Path) -> None:
+    result = cli("audit", "--kubeconfig", str(kubeconfig), "--snapshot", str(tmp_path / "s.json"))
+    assert result.returncode == 2
+    assert "--snapshot and --kubeconfig exclude each other" in result.stderr
