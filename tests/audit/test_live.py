@@ -53,6 +53,11 @@ def test_live_audit_equals_snapshot_audit(lab: ApiServer, kubeconfig: Path, tmp_
         for f in live_report["findings"]
     )
     assert live_report["notifications"] == []
+    [pending] = [f["message"] for f in live_report["findings"] if f["ruleId"] == "PG603"]
+    assert "not scheduled: 0/2 nodes are available: 2 node(s) had untolerated taint" in pending
+    assert pending.endswith(
+        "(pool contract: untolerated taints: h100-train: nvidia.com/gpu=present:NoSchedule)"
+    )
 
     snap = tmp_path / "snapshot.json"
     taken = poolgate("snapshot", "--kubeconfig", str(kubeconfig), "-o", str(snap))
