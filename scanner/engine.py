@@ -67,7 +67,12 @@ def evaluate(
                 key = params_keys[rule.id]
                 activation = activations.get(key)
                 if activation is None:
-                    data = {**globals_, **subject.variables, "object": subject.obj.body}
+                    data = {
+                        **globals_,
+                        **subject.variables,
+                        "object": subject.obj.body,
+                        "subjectRef": subject.obj.ref.logical_name,
+                    }
                     data["params"] = rule.params
                     data["variables"] = {}
                     activation = activations[key] = engine.activation(data)
@@ -148,7 +153,13 @@ def _bind_variables(
 ) -> Any:
     """Evaluate ``variables`` in order; each sees the ones before it as ``variables.<name>``."""
     values: dict[str, Any] = {}
-    base = {**globals_, **subject.variables, "object": subject.obj.body, "params": rule.params}
+    base = {
+        **globals_,
+        **subject.variables,
+        "object": subject.obj.body,
+        "subjectRef": subject.obj.ref.logical_name,
+        "params": rule.params,
+    }
     for name, program in rule.variables:
         values[name] = program.evaluate(activation)
         activation = engine.activation({**base, "variables": dict(values)})
@@ -161,8 +172,11 @@ def _violation(
     if not isinstance(item, Mapping) or not isinstance(item.get("message"), str):
         raise CelEvalError(
             "each violation must be a map with a string 'message' "
-            "(and optional 'path', 'ref', 'level')"
+            "(and optional 'path', 'ref', 'level', 'line')"
         )
+    line = item.get("line", 0)
+    if not isinstance(line, int) or isinstance(line, bool):
+        raise CelEvalError("violation 'line' must be an int")
     path = item.get("path", "")
     ref = item.get("ref", "")
     level_text = item.get("level", "")
@@ -177,7 +191,7 @@ def _violation(
                 f"violation level {level_text!r} is not error|warning|note"
             ) from None
     target = lookup.get(ref, subject.obj) if ref else subject.obj
-    return _finding(rule, target, _one_line(item["message"]), path, level)
+    return _finding(rule, target, _one_line(item["message"]), path, level, line=line)
 
 
 def _finding(
@@ -187,8 +201,15 @@ def _finding(
     path: str,
     level: Level,
     outcome: Outcome = Outcome.FAIL,
+    line: int = 0,
 ) -> Finding:
-    line, column = obj.position(path)
+    """``line`` (absolute, 1-based) overrides the path's position: findings inside an
+    embedded document, such as a device-plugin config held in a ConfigMap value,
+    have no field path of their own."""
+    if line > 0:
+        column = 1
+    else:
+        line, column = obj.position(path)
     return Finding(
         rule_id=rule.id,
         level=level,

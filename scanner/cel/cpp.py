@@ -11,17 +11,32 @@ from cel_expr_python import cel
 
 from scanner.cel import VARIABLES, ResultKind
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
+from scanner.cel.functions import joined
 from scanner.errors import CelError, CelEvalError
 
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 
 
 def new_env() -> Any:
-    """A CEL environment with poolgate's variables, all ``dyn``, and the standard library only.
+    """A CEL environment with poolgate's variables, all ``dyn``, the standard library and
+    poolgate's functions (scanner/cel/functions.py).
 
     No extension libraries: rules must run unchanged on the pure-Python engine.
     """
-    return cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
+    functions = [
+        cel.FunctionDecl(
+            "joined",
+            [
+                cel.Overload(
+                    "joined_list_string",
+                    cel.Type.STRING,
+                    [cel.Type.List(cel.Type.DYN), cel.Type.STRING],
+                    impl=joined,
+                )
+            ],
+        )
+    ]
+    return cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES}, functions=functions)
 
 
 def check(env: Any, source: str, result: ResultKind) -> Any:

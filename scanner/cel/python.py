@@ -22,6 +22,7 @@ from celpy.evaluation import CELEvalError
 from scanner.cel import ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.celpy_budget import CountingRunner, IterationLimit
+from scanner.cel.functions import joined
 from scanner.errors import CelError, CelEvalError
 
 # celpy logs every evaluation error at WARNING; poolgate reports them itself.
@@ -77,6 +78,13 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def _joined(items: Any, separator: Any) -> Any:
+    return celtypes.StringType(joined(to_plain(items), str(separator)))
+
+
+_FUNCTIONS = {"joined": _joined}
+
+
 class PythonEngine:
     name = "python"
 
@@ -104,7 +112,7 @@ class PythonEngine:
                 getattr(error, "column", 0) or 0,
             ) from None
         check_nesting(source)
-        return PythonProgram(source, self._env.program(ast), result)
+        return PythonProgram(source, self._env.program(ast, functions=_FUNCTIONS), result)
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         return {name: json_to_cel(value) for name, value in data.items()}
