@@ -71,6 +71,7 @@ def iterates(source: str) -> bool:
     return comprehension_nesting(source)[0] > 0
 
 
+@lru_cache(maxsize=4096)  # check_nesting at compile, iterates in the engine: once
 def comprehension_nesting(source: str) -> tuple[int, int]:
     """(deepest comprehension nesting, offset of the deepest macro's name) in ``source``.
 
