@@ -11,6 +11,7 @@ workloads x nodes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,9 +85,16 @@ def attach_targets(
     """Give every GPU workload its ``targets`` and every pool its ``tenants``.
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
-    which are not tenants).
+    which are not tenants). Cost stays near linear: workloads with the same node
+    selection, tolerations and GPU resource names (the replicas of one controller, the
+    pods of one Job) share one computation, and each pool is matched through its
+    distinct member classes — members that look the same to the labels the selection
+    names — rather than node by node.
     """
     known = bool(pools)
+    indexes = [_PoolIndex(pool) for pool in pools]
+    computed: dict[str, list[dict[str, Any]]] = {}
+    tenants: dict[str, dict[str, dict[str, Any]]] = {pool.facts["name"]: {} for pool in pools}
     for workload in workloads:
         facts = workload.facts
         facts["poolsKnown"] = known
@@ -95,29 +103,111 @@ def attach_targets(
         facts["trustDomain"] = domain
         if not facts["gpu"] or not known:
             continue
-        requested = [entry["name"] for entry in facts["gpuResources"]]
-        for pool in pools:
-            target = _target(facts, requested, pool, config)
-            if target is None:
-                continue
-            facts["targets"].append(target)
-            if target["tolerated"] and domain != "platform":
-                pool.facts["tenants"].append(
-                    {
-                        "workload": workload.obj.ref.logical_name,
-                        "namespace": facts["namespace"],
-                        "trustDomain": domain,
-                    }
+        requested = sorted({entry["name"] for entry in facts["gpuResources"]})
+        key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
+        targets = computed.get(key)
+        if targets is None:
+            keys = _selection_keys(facts["podSpec"])
+            targets = computed[key] = [
+                target
+                for index in indexes
+                if (target := _target(facts, requested, index, keys, config)) is not None
+            ]
+        facts["targets"] = targets
+        if domain == "platform":
+            continue
+        for target in targets:
+            if target["tolerated"]:
+                tenant = tenants[target["pool"]].setdefault(
+                    facts["namespace"],
+                    {"namespace": facts["namespace"], "trustDomain": domain, "workloads": 0},
                 )
-    by_name = {pool.facts["name"]: pool.facts for pool in pools}
+                tenant["workloads"] += 1
     for pool in pools:
+        pool.facts["tenants"] = [
+            tenants[pool.facts["name"]][ns] for ns in sorted(tenants[pool.facts["name"]])
+        ]
         pool.facts["trustDomains"] = sorted({t["trustDomain"] for t in pool.facts["tenants"]})
-    for workload in workloads:
-        for target in workload.facts.get("targets", ()):
+    by_name = {pool.facts["name"]: pool.facts for pool in pools}
+    for targets in computed.values():
+        for target in targets:
             pool_facts = by_name[target["pool"]]
             target["trustDomains"] = pool_facts["trustDomains"]
             target["shared"] = pool_facts["shared"]
+    for workload in workloads:
         workload.facts["diagnosis"] = diagnose(workload.facts)
+
+
+class _PoolIndex:
+    """A pool's members grouped into classes that a selection cannot tell apart.
+
+    Two members are alike for a workload when they agree on the labels its selection
+    names and on taints, advertised names and size; the per-node ``hostname`` label
+    only splits classes for the rare workload that selects it.
+    """
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self._classes: dict[frozenset[str], list[tuple[KubeObject, Mapping[str, Any]]]] = {}
+
+    def classes(self, keys: frozenset[str]) -> list[tuple[KubeObject, Mapping[str, Any]]]:
+        found = self._classes.get(keys)
+        if found is None:
+            seen: dict[str, tuple[KubeObject, Mapping[str, Any]]] = {}
+            for obj, member in self.pool.members:
+                labels = member["labels"]
+                signature = json.dumps(
+                    [
+                        {key: labels[key] for key in keys if key in labels},
+                        member["taints"],
+                        member["advertises"],
+                        member["gpuCount"],
+                        bool(member.get("gke")),
+                    ],
+                    sort_keys=True,
+                )
+                seen.setdefault(signature, (obj, member))
+            found = self._classes[keys] = list(seen.values())
+        return found
+
+
+def _selection_key(
+    pod_spec: Mapping[str, Any], tolerations: object, requested: Sequence[str]
+) -> str:
+    affinity = pod_spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, Mapping)
+        else None
+    )
+    return json.dumps(
+        [pod_spec.get("nodeSelector"), required, tolerations, list(requested)],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _selection_keys(pod_spec: Mapping[str, Any]) -> frozenset[str]:
+    """Every node label key the pod's required node selection names."""
+    keys: set[str] = set()
+    node_selector = pod_spec.get("nodeSelector")
+    if isinstance(node_selector, Mapping):
+        keys.update(str(key) for key in node_selector)
+    affinity = pod_spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, Mapping)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    for term in terms if isinstance(terms, list) else ():
+        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        for expression in expressions if isinstance(expressions, list) else ():
+            if isinstance(expression, Mapping):
+                keys.add(str(expression.get("key", "")))
+    return frozenset(keys)
 
 
 def attach_running(
@@ -188,12 +278,17 @@ def diagnose(facts: Mapping[str, Any]) -> str:
 
 
 def _target(
-    facts: Mapping[str, Any], requested: Sequence[str], pool: Pool, config: Config
+    facts: Mapping[str, Any],
+    requested: Sequence[str],
+    index: _PoolIndex,
+    keys: frozenset[str],
+    config: Config,
 ) -> dict[str, Any] | None:
+    pool = index.pool
     pod_spec = facts["podSpec"]
     tolerations = facts["tolerations"]
     selected = [
-        (obj, member) for obj, member in pool.members if selects(pod_spec, member["labels"])
+        (obj, member) for obj, member in index.classes(keys) if selects(pod_spec, member["labels"])
     ]
     if not selected:
         return None

@@ -8,7 +8,8 @@
 * ``podLabels`` and ``podAnnotations`` of the pod template;
 * ``containers``: every container, init container and ephemeral container, each
   the raw container fields plus ``path`` (``spec.template.spec.containers[1]``) and
-  ``type`` (``container``, ``initContainer``, ``ephemeralContainer``);
+  ``type`` (``container``, ``initContainer``, ``ephemeralContainer``) and
+  ``digestPinned`` (the image ends in ``@sha256:<64 hex>``);
 * ``gpu``: whether any container requests or limits a GPU resource, and
   ``gpuResources``: one entry per GPU resource per container (see ``_gpu_entries``);
 * ``runtimeClassName`` and ``serviceAccountName`` (empty when unset);
@@ -41,6 +42,10 @@ from scanner.model.quantity import positive_count
 
 GPU_RESOURCE = re.compile(r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9.]+?(?:\.shared)?)$")
 """Resource names that make a container a GPU consumer (RULES.md, "GPU workload")."""
+
+_DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
+"""An image pinned by digest (PG501). Computed here once: cel-cpp recompiles a
+``matches()`` pattern on every call, about 100 µs per container for this one."""
 
 _REQUIRED_TERMS = ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 
@@ -176,6 +181,8 @@ def _container(
     facts["path"] = path
     facts["type"] = container_type
     facts["name"] = _text(container.get("name")) or default_name
+    image = container.get("image")
+    facts["digestPinned"] = isinstance(image, str) and _DIGEST_PINNED.search(image) is not None
     return facts
 
 
