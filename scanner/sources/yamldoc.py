@@ -234,7 +234,7 @@ def _build_checked(root: Node, text: str) -> tuple[Any, dict[str, Position], lis
     start, end = root.start_mark.index, root.end_mark.index
     aliased = text.find("&", start, end) != -1 and text.find("*", start, end) != -1
     if aliased:
-        check_expansion(root)
+        check_expansion(root, end - start)
     try:
         return build(root)
     except RecursionError as error:  # only if the caller already sits deep in the stack

@@ -78,12 +78,19 @@ def too_large(mark: Mark | None) -> Refused:
     return Refused(TOO_LARGE, mark)
 
 
-def check_expansion(root: Node) -> None:
-    """Raise ``Refused`` if a walk over ``root`` would visit more than ``MAX_NODES`` nodes.
+def check_expansion(root: Node, text_length: int | None = None) -> None:
+    """Raise ``Refused`` if a walk over ``root`` would visit more than ``MAX_NODES`` nodes,
+    or (given the document's ``text_length``) if its aliases add more nodes than the
+    document has characters.
 
     Sizes are memoised per node, so an alias bomb is measured in a few dozen steps
     instead of being walked. A node that contains itself through an alias is refused
     too: the composer allows it, and a walk over it would never end.
+
+    The second limit is what bounds memory: a per-document cap alone lets a 14 KB
+    document of 990 references to a 1,000-item anchor expand to a million nodes
+    (220 MB), and a file of such documents to any size. With at most one added node per
+    character, alias expansion costs no more than the same text written out would.
     """
     sizes: dict[int, int] = {}
     active: set[int] = set()
@@ -113,7 +120,14 @@ def check_expansion(root: Node) -> None:
         sizes[node_id] = total
         return total
 
-    size(root, 1)
+    total = size(root, 1)
+    added = total - len(sizes)  # len(sizes): the distinct nodes the text spells out
+    if text_length is not None and added > text_length:
+        raise Refused(
+            f"aliases add {added:,} nodes to a document of {text_length:,} characters "
+            "(limit: one added node per character)",
+            root.start_mark,
+        )
 
 
 def may_nest_deeply(text: str) -> bool:

@@ -132,3 +132,23 @@ def test_a_device_named_on_the_command_line_is_bounded_by_the_size_limit(tmp_pat
     assert [(error.uri, error.message) for error in inventory.read_errors] == [
         ("/dev/zero", "file is larger than 4,096 bytes; skipped")
     ]
+
+
+def test_alias_amplification_is_bounded_by_the_text_length() -> None:
+    """A 14 KB document of references to one big anchor stays under the node limit
+    (990,000 nodes) yet would take 220 MB; each document may add one node per character."""
+    anchor = "a: &a [" + ", ".join(["x"] * 999) + "]"
+    refs = "".join(f"  r{index}: *a\n" for index in range(990))
+    text = CONFIGMAP.format(name="quadratic") + f"data:\n  {anchor}\n{refs}"
+    (invalid,) = parse_stream(text, "q.yaml").invalid
+    assert (invalid.rule_id, invalid.line, invalid.column) == ("PG001", 1, 1)
+    assert invalid.message == (
+        f"aliases add 990,000 nodes to a document of {len(text):,} characters "
+        "(limit: one added node per character)"
+    )
+    # Anchors used the way people use them (shared env, resources) stay well inside it.
+    shared = CONFIGMAP.format(name="shared") + "data:\n  a: &env {A: '1', B: '2'}\n"
+    shared += "".join(f"  u{index}: *env\n" for index in range(20))
+    inventory = parse_stream(shared, "s.yaml")
+    assert inventory.invalid == []
+    assert inventory.objects[0].body["data"]["u19"] == {"A": "1", "B": "2"}
