@@ -15,7 +15,7 @@ from typing import Any
 
 from scanner.bindings import bind_rules
 from scanner.cel import Engine, Program
-from scanner.cel.budget import iterates, oversize
+from scanner.cel.budget import Oversize, iterates, oversize
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.inventory import InvalidDocument, KubeObject
@@ -48,7 +48,7 @@ def evaluate(
     # Rules with equal parameters share one activation per subject.
     params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
     iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
-    measured: dict[int, str] = {}  # id(object body) -> rule cost limit problem, or ""
+    measured: dict[int, Oversize | None] = {}  # id(object body) -> rule cost limit problem
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
     by_type: dict[str, list[Rule]] = {}
@@ -76,13 +76,12 @@ def evaluate(
                     data["params"] = rule.params
                     data["variables"] = {}
                     activation = activations[key] = engine.activation(data)
-                refuse = ""
+                refuse = None
                 if rule.id in iterating:
                     body = subject.obj.body
-                    known = measured.get(id(body))
-                    if known is None:
-                        known = measured[id(body)] = oversize("object", body)
-                    refuse = known
+                    if id(body) not in measured:
+                        measured[id(body)] = oversize("object", body)
+                    refuse = measured[id(body)]
                 result.findings.extend(
                     _run_rule(rule, subject, activation, engine, globals_, lookup or {}, refuse)
                 )
@@ -96,18 +95,18 @@ def _run_rule(
     engine: Engine,
     globals_: Mapping[str, Any],
     lookup: Mapping[str, KubeObject],
-    refuse: str = "",
+    refuse: Oversize | None = None,
 ) -> list[Finding]:
     """``refuse``: why the rule's comprehensions must not run on this subject (budget.py);
     a condition without comprehensions still decides first whether the rule applies."""
     try:
         if rule.condition is not None:
-            if refuse and iterates(rule.condition.source):
-                raise CelEvalError(refuse)
+            if refuse is not None and iterates(rule.condition.source):
+                return [_refused(rule, subject, refuse)]
             if not rule.condition.evaluate(activation):
                 return []
-        if refuse:
-            raise CelEvalError(refuse)
+        if refuse is not None:
+            return [_refused(rule, subject, refuse)]
         if rule.variables:
             activation = _bind_variables(rule, subject, engine, globals_, activation)
         if rule.violations is not None:
@@ -134,6 +133,11 @@ def _run_rule(
                 Outcome.ERROR,
             )
         ]
+
+
+def _refused(rule: Rule, subject: Subject, refuse: Oversize) -> Finding:
+    message = f"rule could not be evaluated: {refuse.message}"
+    return _finding(rule, subject.obj, message, refuse.path, Level.ERROR, Outcome.ERROR)
 
 
 def _programs(rule: Rule) -> Iterator[Program]:

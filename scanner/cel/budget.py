@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from scanner.errors import CelError
 from scanner.inventory import join_path
@@ -164,29 +164,38 @@ def _after_dot(source: str, start: int) -> bool:
 # --- value sizes ---------------------------------------------------------------------
 
 
-def oversize(name: str, value: Any) -> str:
-    """Why a rule with comprehensions must not run on ``value`` ("" when it may).
+class Oversize(NamedTuple):
+    """A value a rule with comprehensions must not run on."""
 
-    ``value`` is the CEL variable ``name`` (``object``); the message names the first
-    value over ``MAX_ITEMS`` entries or ``MAX_STRING`` characters by its CEL path.
+    message: str
+    path: str
+    """Its field path inside the variable (``spec.containers[0].image``), for a location."""
+
+
+def oversize(name: str, value: Any) -> Oversize | None:
+    """The first value inside ``value`` over ``MAX_ITEMS`` entries or ``MAX_STRING``
+    characters, named by its CEL path (``value`` is the CEL variable ``name``), or None.
     """
     if not _any_oversize(value):
-        return ""
+        return None
     found = _first_oversize(value)
     if found is None:  # pragma: no cover - the two walks apply the same limits
-        return ""
-    path, size, is_text = found
-    where = name
-    for part in reversed(path):
-        where = join_path(where, part)
+        return None
+    parts, size, is_text = found
+    path = ""
+    for part in reversed(parts):
+        path = join_path(path, part)
+    where = f"{name}{path}" if path.startswith("[") else f"{name}.{path}" if path else name
     if is_text:
-        return (
+        return Oversize(
             f"{where} is {size:,} characters long; rules with comprehensions do not "
-            f"run on strings over {MAX_STRING:,} characters (rule cost limit)"
+            f"run on strings over {MAX_STRING:,} characters (rule cost limit)",
+            path,
         )
-    return (
+    return Oversize(
         f"{where} holds {size:,} entries; rules with comprehensions do not run on "
-        f"lists or maps over {MAX_ITEMS:,} entries (rule cost limit)"
+        f"lists or maps over {MAX_ITEMS:,} entries (rule cost limit)",
+        path,
     )
 
 

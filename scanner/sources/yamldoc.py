@@ -401,7 +401,7 @@ def _describe_parse_error(error: BaseException, text: str) -> tuple[int, int, st
         detail = " ".join(part for part in (error.problem, error.context) if part)
         mark = error.problem_mark or error.context_mark
         line, column = _position(mark) if mark is not None else (1, 1)
-        if _char_at(text, line, column) == "\t":
+        if "tab" not in detail and _char_at(text, line, column) == "\t":
             detail += " (a tab: YAML indents with spaces only)"
         return line, column, f"YAML does not parse: {detail or error}"
     if isinstance(error, ReaderError):

@@ -230,19 +230,27 @@ def test_comprehension_over_a_scalar_is_an_error(name: str) -> None:
 
 def test_oversize_names_the_first_value_over_a_limit_by_its_cel_path() -> None:
     small = {"spec": {"containers": [{"name": "a", "args": ["x"] * 10}]}}
-    assert oversize("object", small) == ""
+    assert oversize("object", small) is None
     wide = {"spec": {"containers": [{"name": "a", "args": ["x"] * (MAX_ITEMS + 1)}]}}
     assert oversize("object", wide) == (
         "object.spec.containers[0].args holds 1,001 entries; rules with comprehensions "
-        "do not run on lists or maps over 1,000 entries (rule cost limit)"
+        "do not run on lists or maps over 1,000 entries (rule cost limit)",
+        "spec.containers[0].args",
     )
     long = {"data": {"app.conf": "x" * (MAX_STRING + 1)}}
     assert oversize("object", long) == (
         "object.data['app.conf'] is 262,145 characters long; rules with comprehensions "
-        "do not run on strings over 262,144 characters (rule cost limit)"
+        "do not run on strings over 262,144 characters (rule cost limit)",
+        "data['app.conf']",
+    )
+    assert oversize("object", ["x" * (MAX_STRING + 1)]) == (
+        "object[0] is 262,145 characters long; rules with comprehensions "
+        "do not run on strings over 262,144 characters (rule cost limit)",
+        "[0]",
     )
     keys = {"data": {str(index): "" for index in range(MAX_ITEMS + 1)}}
-    assert oversize("object", keys).startswith("object.data holds 1,001 entries")
+    found = oversize("object", keys)
+    assert found is not None and found.message.startswith("object.data holds 1,001 entries")
 
 
 def _rule(tmp_path: Path, name: str, **fields: str) -> None:
