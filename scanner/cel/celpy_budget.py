@@ -86,7 +86,8 @@ class CountingEvaluator(Evaluator):
         items = self.visit(member)
         if isinstance(items, CELEvalError):
             return items
-        if not isinstance(items, celtypes.ListType | celtypes.MapType):
+        # celpy's list concatenation returns a plain Python list, not a ListType.
+        if not isinstance(items, celtypes.ListType | celtypes.MapType | list):
             return CELEvalError(
                 f"no matching overload for {method.value}() over {type(items).__name__}"
             )

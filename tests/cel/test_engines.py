@@ -118,3 +118,17 @@ def test_auto_and_unknown_engine_names() -> None:
     assert get_engine("auto").name == "cpp"
     with pytest.raises(UsageError):
         get_engine("java")
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("([1] + [2]).filter(x, x > 1)", [2]),
+        ("([1] + [2]).exists(x, x > 1)", True),
+        ("([1] + [2]).map(x, x * 2)", [2, 4]),
+        ("([1] + [2]).all(x, x > 0)", True),
+    ],
+)
+def test_macros_over_concatenated_lists(engine: Any, source: str, expected: object) -> None:
+    """celpy's ``+`` on lists returns a plain list; the macros must still accept it."""
+    assert engine.compile(source, ResultKind.ANY).evaluate(engine.activation({})) == expected
