@@ -230,7 +230,20 @@ def _to_bool(text: str) -> bool | str:
     return _BOOLS.get(text.lower(), text)
 
 
-def _to_int(text: str) -> int | str:
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def _to_int(text: str) -> int | float | str:
+    """An integer; one outside int64 becomes a float, as the API server's JSON decoding
+    makes it (CEL integers are int64: cel-python would fail on it, cel-cpp misread it)."""
+    value = _parse_int(text)
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        return float(value) if value.bit_length() <= 1024 else text
+    return value
+
+
+def _parse_int(text: str) -> int | str:
     digits = text.replace("_", "")
     sign = -1 if digits.startswith("-") else 1
     digits = digits[1:] if digits[:1] in ("+", "-") else digits

@@ -152,3 +152,19 @@ def test_alias_amplification_is_bounded_by_the_text_length() -> None:
     inventory = parse_stream(shared, "s.yaml")
     assert inventory.invalid == []
     assert inventory.objects[0].body["data"]["u19"] == {"A": "1", "B": "2"}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("9223372036854775807", 9223372036854775807),  # int64 max stays an integer
+        ("9223372036854775808", 9.223372036854776e18),  # past it: a float, as the API
+        ("-9223372036854775809", -9.223372036854776e18),  # server's JSON decoding has it
+        ("0xffffffffffffffffffff", 1.2089258196146292e24),
+        ("1" + "0" * 400, "1" + "0" * 400),  # past any float: the text
+    ],
+)
+def test_integers_outside_int64_are_floats_as_in_kubernetes(text: str, value: object) -> None:
+    """Found by test_fuzz: cel-python failed (an internal error) on metadata.name: 2**63."""
+    inventory = parse_stream(CONFIGMAP.format(name="n") + f"data:\n  n: {text}\n", "n.yaml")
+    assert inventory.objects[0].body["data"]["n"] == value
