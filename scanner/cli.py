@@ -69,6 +69,36 @@ rules_options = [
 ]
 
 
+report_options = [
+    click.option(
+        "--format",
+        "formats",
+        multiple=True,
+        type=click.Choice(FORMATS),
+        help="Report format (repeatable, paired with --output). Default: github under "
+        "GitHub Actions, else text.",
+    ),
+    click.option("--output", "-o", "outputs", multiple=True, help="Report file for each --format."),
+    click.option(
+        "--fail-on",
+        type=click.Choice(["error", "warning", "note", "never"]),
+        default="error",
+        show_default=True,
+        help="Lowest level that makes the exit code 1.",
+    ),
+    click.option(
+        "--show-suppressed", is_flag=True, help="Show suppressed findings in text reports."
+    ),
+]
+
+
+def with_report_options(func: Any) -> Any:
+    """The report options ``scan`` and ``audit`` share."""
+    for option in reversed(report_options):
+        func = option(func)
+    return func
+
+
 def with_rule_options(func: Any) -> Any:
     for option in reversed(rules_options):
         func = option(func)
@@ -85,25 +115,9 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--format",
-    "formats",
-    multiple=True,
-    type=click.Choice(FORMATS),
-    help="Report format (repeatable, paired with --output). Default: github under "
-    "GitHub Actions, else text.",
-)
-@click.option("--output", "-o", "outputs", multiple=True, help="Report file for each --format.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["error", "warning", "note", "never"]),
-    default="error",
-    show_default=True,
-    help="Lowest level that makes the exit code 1.",
-)
+@with_report_options
 @click.option("--enable", multiple=True, help="Enable rule ids that are off by default.")
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
-@click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
 @click.option(
     "--max-file-size",
@@ -311,23 +325,7 @@ def _cluster_settings(page_size: int, request_timeout: float) -> Any:
     help="Judge durations (Pending for N minutes) as of this time "
     "(default: when the cluster was read).",
 )
-@click.option(
-    "--format",
-    "formats",
-    multiple=True,
-    type=click.Choice(FORMATS),
-    help="Report format (repeatable, paired with --output). Default: github under "
-    "GitHub Actions, else text.",
-)
-@click.option("--output", "-o", "outputs", multiple=True, help="Report file for each --format.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["error", "warning", "note", "never"]),
-    default="error",
-    show_default=True,
-    help="Lowest level that makes the exit code 1.",
-)
-@click.option("--show-suppressed", is_flag=True, help="Show suppressed findings in text reports.")
+@with_report_options
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped items.")
 @with_cluster_options
 def audit(
@@ -526,20 +524,6 @@ def rules_test(
     return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS
 
 
-def _assignments(values: Sequence[str]) -> list[str]:
-    """``--helm-set`` values, each checked to be ``KEY=VAL`` before any work."""
-    from scanner.errors import UsageError
-
-    for value in values:
-        if "=" not in value or value.startswith("="):
-            raise UsageError(f"--helm-set {value!r}: expected KEY=VAL", hint="e.g. image.tag=1.2")
-    return list(values)
-
-
-def _note(message: str) -> None:
-    click.echo(f"poolgate: {message}", err=True)
-
-
 @cli.group("config")
 def config_group() -> None:
     """The configuration file (.poolgate.yaml): write a default one, check one."""
@@ -609,6 +593,18 @@ def _warn(message: str) -> None:
     click.echo(f"poolgate: warning: {message}", err=True)
 
 
+def _assignments(values: Sequence[str]) -> list[str]:
+    """``--helm-set`` values, each checked to be ``KEY=VAL`` before any work."""
+    from scanner.errors import UsageError
+
+    for value in values:
+        if "=" not in value or value.startswith("="):
+            raise UsageError(f"--helm-set {value!r}: expected KEY=VAL", hint="e.g. image.tag=1.2")
+    return list(values)
+
+
+def _note(message: str) -> None:
+    click.echo(f"poolgate: {message}", err=True)
 
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
