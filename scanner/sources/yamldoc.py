@@ -46,7 +46,7 @@ from scanner.sources.yamllimits import (
     first_too_deep,
     may_nest_deeply,
 )
-from scanner.sources.yamlnotes import list_of_objects, tag_notes
+from scanner.sources.yamlnotes import NUL_ESCAPE, list_of_objects, replace_nul, tag_notes
 from scanner.sources.yamlwalk import Duplicate, build
 
 try:
@@ -281,6 +281,12 @@ def _add_document(
         return
     if text.find("!", root.start_mark.index, root.end_mark.index) != -1:  # tags start with "!"
         inventory.warnings.extend(SourceWarning(uri, *note) for note in tag_notes(root))
+    if text.find("\\", root.start_mark.index, root.end_mark.index) != -1 and NUL_ESCAPE.search(
+        text, root.start_mark.index, root.end_mark.index
+    ):
+        nul = replace_nul(body, positions)
+        if nul is not None:
+            inventory.warnings.append(SourceWarning(uri, *nul))
 
     objects: list[tuple[str, KubeObject]] = []
     items = _list_items(body, api_version, kind)

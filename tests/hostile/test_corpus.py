@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -197,23 +196,36 @@ def test_custom_tags_construct_and_run_nothing(tmp_path: Path) -> None:
     assert marker.exists() == existed
 
 
+_MEASURE = """
+import os, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+watchdog = threading.Timer(float(sys.argv[1]), child.kill)
+watchdog.start()
+_, status, usage = os.wait4(child.pid, 0)
+watchdog.cancel()
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def _peak_rss_mib(args: list[str]) -> tuple[float, int]:
-    """Run poolgate in a child and read its peak resident set size from ``wait4``."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "scanner", *args],
+    """Peak resident set size of a poolgate run, from ``wait4`` on the child.
+
+    A small helper process starts poolgate: Linux carries the memory high-water mark of
+    the process that forks across ``exec``, and a fork straight from this test process
+    would report the test runner's own size (hundreds of MiB after the fuzz tests).
+    """
+    command = [sys.executable, "-m", "scanner", *args]
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(TIMEOUT), *command],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,  # a pipe nobody reads could block the child
-        stderr=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT + 30,
+        check=True,
     )
-    watchdog = threading.Timer(TIMEOUT, child.kill)
-    watchdog.start()
-    try:
-        _, status, usage = os.wait4(child.pid, 0)
-    finally:
-        watchdog.cancel()
-    child.returncode = os.waitstatus_to_exitcode(status)  # already reaped: tell Popen
+    maxrss, code = (int(field) for field in result.stdout.split())
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return usage.ru_maxrss * scale / MIB, child.returncode
+    return maxrss * scale / MIB, code
 
 
 @pytest.mark.skipif(not hasattr(os, "wait4"), reason="os.wait4 is POSIX only")

@@ -168,3 +168,24 @@ def test_integers_outside_int64_are_floats_as_in_kubernetes(text: str, value: ob
     """Found by test_fuzz: cel-python failed (an internal error) on metadata.name: 2**63."""
     inventory = parse_stream(CONFIGMAP.format(name="n") + f"data:\n  n: {text}\n", "n.yaml")
     assert inventory.objects[0].body["data"]["n"] == value
+
+
+def test_nul_characters_are_replaced_so_no_engine_cuts_a_string_short() -> None:
+    """Found by test_fuzz: cel-expr-python reads "ab\\0cd" as "ab"; cel-python reads it whole."""
+    text = CONFIGMAP.format(name="n") + textwrap.dedent(
+        """\
+        data:
+          plain: 'single-quoted \\0 is no escape'
+          value: "nvidia\\0evil"
+          "key\\u0000": "x\\x00y"
+        """
+    )
+    inventory = parse_stream(text, "n.yaml")
+    assert inventory.objects[0].body["data"] == {
+        "plain": "single-quoted \\0 is no escape",
+        "value": "nvidia\ufffdevil",
+        "key\ufffd": "x\ufffdy",
+    }
+    (warning,) = inventory.warnings
+    assert (warning.line, warning.column) == (7, 3)
+    assert warning.message.startswith("a NUL character (\\0) in this value is read as U+FFFD")
