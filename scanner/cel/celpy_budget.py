@@ -74,6 +74,22 @@ class CountingEvaluator(Evaluator):
             message = f"found no matching overload for {name} applied to '({left!r}, {right!r})'"
             return CELEvalError(message, error.__class__, error.args, tree=tree)
 
+    def macro_has_eval(self, exprlist: _Tree) -> Any:
+        """``has(e.f)`` as the CEL spec and cel-cpp have it: ``e`` must evaluate (an error
+        in ``e`` is the result), then ``f`` is looked up as a map key. cel-python answers
+        false for any error, so ``has(object.metadata.namespace)`` on an object without
+        metadata was false on one engine and an error on the other."""
+        selection = _field_selection(exprlist)
+        if selection is None:
+            return super().macro_has_eval(exprlist)
+        operand, field = selection
+        value = self.visit(operand)
+        if isinstance(value, CELEvalError):
+            return value
+        if isinstance(value, celtypes.MapType | dict):
+            return celtypes.BoolType(celtypes.StringType(field) in value)
+        return CELEvalError(f"no matching overload for has() on {type(value).__name__}")
+
     def member_dot_arg(self, tree: _Tree) -> Any:
         member, method = cast(tuple[_Tree, lark.Token], tree.children[:2])
         arguments = tree.children[2] if len(tree.children) > 2 else None
@@ -108,6 +124,17 @@ class CountingEvaluator(Evaluator):
                 return error
 
         return _MACRO_LOOPS[method.value](list(items), step)
+
+
+def _field_selection(exprlist: _Tree) -> tuple[_Tree, str] | None:
+    """(``e``, ``f``) of the ``e.f`` inside ``has(...)``, or None for any other form."""
+    node: Any = exprlist.children[0] if len(exprlist.children) == 1 else None
+    while isinstance(node, lark.Tree) and node.data != "member_dot" and len(node.children) == 1:
+        node = node.children[0]
+    if not isinstance(node, lark.Tree) or node.data != "member_dot":
+        return None
+    operand, field = node.children
+    return cast(_Tree, operand), str(field)
 
 
 def _all(items: list[Any], step: Any) -> Any:

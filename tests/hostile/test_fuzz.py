@@ -208,6 +208,10 @@ def _check(source: str) -> None:
 @given(manifest_text())
 # Found by this test: an integer past int64 made cel-python fail building the activation.
 @example("apiVersion: v1\nkind: Pod\nmetadata:\n  name: 9223372036854775808\nspec: {}\n")
+# Found by fuzz/fuzz_yaml.py --compare: cel-python's has() hid the missing metadata.
+@example("apiVersion: v1\nkind: Pod\nmetafata: {name: a, namespace: gpu-operator}\n")
+# Found by this test: cel-expr-python cut "\0" strings short.
+@example('apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {runtimeClassName: "nvidia\\0x"}\n')
 def test_kubernetes_shaped_documents_agree_on_both_engines(source: str) -> None:
     _check(source)
 

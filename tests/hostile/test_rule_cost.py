@@ -297,3 +297,24 @@ def test_rules_with_comprehensions_skip_oversized_subjects(name: str, tmp_path: 
         ("small.yaml", "X001", "fail", "data has a key named bad"),
         ("small.yaml", "X003", "fail", "data has a key named bad"),
     ]
+
+
+HAS_CASES = [
+    ({}, "error"),  # no metadata: has() cannot look into it
+    ({"metadata": {}}, False),
+    ({"metadata": {"namespace": "x"}}, True),
+    ({"metadata": "text"}, "error"),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), HAS_CASES)
+@pytest.mark.parametrize("name", ENGINES)
+def test_has_follows_the_cel_spec_on_both_engines(
+    name: str, data: dict[str, Any], expected: object
+) -> None:
+    """has(e.f) evaluates e (its error is the result), then tests the key f."""
+    try:
+        result: object = run(name, "has(object.metadata.namespace)", data)
+    except CelEvalError:
+        result = "error"
+    assert result == expected
