@@ -129,7 +129,9 @@ metadata = st.fixed_dictionaries(
 def workload(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["Pod", "Deployment", "Job", "DaemonSet", "StatefulSet"]))
     spec = draw(pod_spec | text)
-    body: dict[str, Any] = {"kind": kind, "metadata": draw(metadata)}
+    body: dict[str, Any] = {"kind": kind}
+    if draw(st.integers(min_value=0, max_value=9)):  # now and then none, as with a typo
+        body["metadata"] = draw(metadata)
     body["apiVersion"] = {"Pod": "v1", "Job": "batch/v1"}.get(kind, "apps/v1")
     body["spec"] = spec if kind == "Pod" else {"template": {"spec": spec}}
     return body

@@ -1,6 +1,6 @@
 """Hostile YAML and file trees at the source level: what loads, what is refused, what warns.
 
-The whole-command view (every case through ``poolgate scan``) is test_corpus.py; these
+The whole-command view (every case through ``poolgate scan``) is test_hostile_corpus.py; these
 pin down the source behaviour each corpus expectation rests on.
 """
 
