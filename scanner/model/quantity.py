@@ -29,6 +29,9 @@ _SUFFIX: dict[str, Fraction] = {
 }
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def parse_quantity(value: object) -> Fraction | None:
     """The exact value of a quantity, or ``None`` if it is not one.
 
@@ -59,6 +62,6 @@ def parse_quantity(value: object) -> Fraction | None:
 def positive_count(value: object) -> int:
     """The quantity as a positive whole number, or 0 if it is not one (GPUs are counted)."""
     quantity = parse_quantity(value)
-    if quantity is None or quantity <= 0 or quantity.denominator != 1:
-        return 0
+    if quantity is None or quantity <= 0 or quantity.denominator != 1 or quantity > _INT64_MAX:
+        return 0  # beyond int64 no engine can hold it, and no node has that many GPUs
     return int(quantity)
