@@ -9,6 +9,7 @@ time, so both engines reject the same rules.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,4 +116,28 @@ class PythonEngine:
         return PythonProgram(source, self._env.program(ast, functions=_FUNCTIONS), result)
 
     def activation(self, data: Mapping[str, Any]) -> Any:
-        return {name: json_to_cel(value) for name, value in data.items()}
+        try:
+            return {name: json_to_cel(value) for name, value in data.items()}
+        except (ValueError, OverflowError):  # an int outside int64 somewhere in the data
+            return {name: json_to_cel(_int64_safe(value)) for name, value in data.items()}
+
+
+def _int64_safe(value: Any) -> Any:
+    """``value`` with integers outside int64 as doubles (CEL has no wider integer).
+
+    Sources already read such numbers as floats (yamlwalk), as the API server does;
+    this keeps a derived fact that overflows from failing the whole scan.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            return value
+        if value.bit_length() < 1024:
+            return float(value)
+        return -math.inf if value < 0 else math.inf
+    if isinstance(value, list):
+        return [_int64_safe(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _int64_safe(item) for key, item in value.items()}
+    return value

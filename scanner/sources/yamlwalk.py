@@ -239,7 +239,7 @@ def _to_int(text: str) -> int | float | str:
     makes it (CEL integers are int64: cel-python would fail on it, cel-cpp misread it)."""
     value = _parse_int(text)
     if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
-        return float(value) if value.bit_length() <= 1024 else text
+        return float(value) if value.bit_length() < 1024 else text
     return value
 
 

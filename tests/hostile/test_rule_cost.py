@@ -318,3 +318,13 @@ def test_has_follows_the_cel_spec_on_both_engines(
     except CelEvalError:
         result = "error"
     assert result == expected
+
+
+def test_an_integer_past_int64_in_derived_facts_does_not_fail_the_python_engine() -> None:
+    """Sources read such numbers as floats; a fact computed from them must not crash."""
+    cel = engine("python")
+    activation = cel.activation({"workload": {"gpu": 10**22, "huge": -(10**400), "ok": True}})
+    program = cel.compile(
+        "workload.gpu > 1.0 && workload.huge < 0.0 && workload.ok", ResultKind.ANY
+    )
+    assert program.evaluate(activation) is True

@@ -189,3 +189,10 @@ def test_nul_characters_are_replaced_so_no_engine_cuts_a_string_short() -> None:
     (warning,) = inventory.warnings
     assert (warning.line, warning.column) == (7, 3)
     assert warning.message.startswith("a NUL character (\\0) in this value is read as U+FFFD")
+
+
+def test_an_integer_just_below_two_to_the_1024_does_not_overflow_a_float() -> None:
+    """float(2**1024 - 1) raises OverflowError: such a number stays text."""
+    text = str(2**1024 - 1)
+    inventory = parse_stream(CONFIGMAP.format(name="n") + f"data:\n  n: {text}\n", "n.yaml")
+    assert inventory.objects[0].body["data"]["n"] == text
