@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from scanner.reporters import Report
+from scanner.reporters.json import to_document
 
 Render = Callable[[Report, str], str]
 
@@ -92,3 +94,19 @@ def test_output_is_deterministic_and_indented(report: Report, render: Render) ->
     assert first == render(report, "json")
     assert first.startswith('{\n  "version": 1,\n')
     assert first.endswith("}\n")
+
+
+def test_fast_writer_matches_the_standard_library(report: Report, render: Render) -> None:
+    """Findings are formatted from a template for speed; the text must stay exactly
+    what ``json.dumps(indent=2)`` writes, including escapes and non-ASCII text."""
+    tricky = replace(
+        report.findings[0],
+        message='quote " backslash \\ tab \t newline \n ünïcode \u2028 control \x01 "findings": []',
+    )
+    for case in (
+        report,
+        replace(report, findings=[tricky, *report.findings]),
+        replace(report, findings=[]),
+    ):
+        expected = json.dumps(to_document(case), indent=2, ensure_ascii=False) + "\n"
+        assert render(case, "json") == expected
