@@ -18,6 +18,7 @@ from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
+from scanner.guards import build_guards
 from scanner.inventory import InvalidDocument, KubeObject
 from scanner.model import Subject
 from scanner.rules import Rule
@@ -48,9 +49,13 @@ def evaluate(
     # Rules with equal parameters share one activation per subject.
     params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
     iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
+    iterating_conditions = {
+        rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
+    }
     measured: dict[int, Oversize | None] = {}  # id(object body) -> rule cost limit problem
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
+    guards = build_guards(rules, engine, globals_, subjects)
     by_type: dict[str, list[Rule]] = {}
     for rule in rules:
         if not rule.builtin:
@@ -64,6 +69,20 @@ def evaluate(
             for rule in type_rules:
                 if rule.kinds and subject.obj.kind not in rule.kinds:
                     continue
+                refuse = None
+                if rule.id in iterating:
+                    body = subject.obj.body
+                    if id(body) not in measured:
+                        measured[id(body)] = oversize("object", body)
+                    refuse = measured[id(body)]
+                guard = guards.get(rule.id)
+                # An oversized subject is refused before its condition runs (_run_rule).
+                if (
+                    guard is not None
+                    and (refuse is None or rule.id not in iterating_conditions)
+                    and guard.rejects(subject.variables)
+                ):
+                    continue  # the condition is false: decided without CEL
                 key = params_keys[rule.id]
                 activation = activations.get(key)
                 if activation is None:
@@ -76,12 +95,6 @@ def evaluate(
                     data["params"] = rule.params
                     data["variables"] = {}
                     activation = activations[key] = engine.activation(data)
-                refuse = None
-                if rule.id in iterating:
-                    body = subject.obj.body
-                    if id(body) not in measured:
-                        measured[id(body)] = oversize("object", body)
-                    refuse = measured[id(body)]
                 result.findings.extend(
                     _run_rule(rule, subject, activation, engine, globals_, lookup or {}, refuse)
                 )

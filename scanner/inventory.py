@@ -131,6 +131,7 @@ class KubeObject:
     lines: LineMap
     context_only: bool = False
     """True for objects added with ``--context``: used for joins, never reported on."""
+    _ref: ObjectRef | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def api_version(self) -> str:
@@ -155,7 +156,12 @@ class KubeObject:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(self.api_version, self.kind, self.namespace, self.name)
+        """Computed once: every finding and activation on the object names it."""
+        ref = self._ref
+        if ref is None:
+            ref = ObjectRef(self.api_version, self.kind, self.namespace, self.name)
+            object.__setattr__(self, "_ref", ref)  # a cache; the body never changes
+        return ref
 
     def position(self, path: str) -> Position:
         """The 1-based position of ``path`` (or its nearest present ancestor)."""

@@ -1,0 +1,150 @@
+"""Match conditions decided false in Python (scanner/guards.py) agree with CEL: a guard
+may only reject what the whole condition rejects."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scanner import engine as engine_module
+from scanner import guards, pipeline
+from scanner.bindings import BIND_FROM
+from scanner.cel import cpp_available, get_engine
+from scanner.guards import Flag, build, build_guards, conjuncts
+from scanner.model import build_model
+from scanner.sources.files import load_paths
+
+pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+RUN = {"config": {"require": {"runtimeClass": "nvidia", "imageDigestPin": False}}, "cluster": {}}
+
+
+@pytest.mark.parametrize(
+    ("source", "parts"),
+    [
+        ('workload.gpu && config.require.x != ""', ["workload.gpu", 'config.require.x != ""']),
+        ('x && "a && b" == y', ["x", '"a && b" == y']),
+        ("f(a && b) && [c && d][0]", ["f(a && b)", "[c && d][0]"]),
+        ("!workload.ns.platform", ["!workload.ns.platform"]),
+        ("a || b && c", None),  # && binds tighter: the top level is ||
+        ("a && b ? c : d", None),
+        ("a && // why\n b", None),
+        ("a && r'\\' == b", None),
+        ("a && '''x''' == b", None),
+        ("a && 'unterminated", None),
+        ("a && && b", None),
+    ],
+)
+def test_conditions_split_only_at_top_level_and(source: str, parts: list[str] | None) -> None:
+    assert conjuncts(source) == parts
+
+
+@pytest.mark.parametrize(
+    ("value", "negated", "rejects"),
+    [(False, False, True), (True, False, False), (True, True, True), (False, True, False)],
+)
+def test_a_flag_rejects_only_on_a_bool_that_makes_it_false(
+    value: bool, negated: bool, rejects: bool
+) -> None:
+    flag = Flag("workload", ("ns", "platform"), negated)
+    assert flag.is_false({"workload": {"ns": {"platform": value}}}) is rejects
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{}, {"workload": None}, {"workload": {"ns": "x"}}, {"workload": {"ns": {"platform": 0}}}],
+)
+def test_a_flag_leaves_anything_but_a_bool_to_cel(variables: dict[str, Any]) -> None:
+    assert not Flag("workload", ("ns", "platform"), False).is_false(variables)
+
+
+def test_constant_conjuncts_are_decided_once_per_run() -> None:
+    engine = get_engine("cpp")
+    off = build("workload.gpu && config.require.imageDigestPin", engine, RUN, {})
+    assert off is not None and off.never
+    on = build('config.require.runtimeClass != "" && workload.gpu', engine, RUN, {})
+    assert on is not None and not on.never and on.flags == (Flag("workload", ("gpu",), False),)
+    with_params = build("params.limit > 3 && node.gpu", engine, RUN, {"limit": 2})
+    assert with_params is not None and with_params.never
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "config.require.missing",  # an error: left to the condition, per subject
+        "object.kind == config.kind",  # reads the subject
+        "size(object.spec) > 0 && has(object.spec.x)",
+    ],
+)
+def test_nothing_to_decide_gives_no_guard(source: str) -> None:
+    assert build(source, get_engine("cpp"), RUN, {}) is None
+
+
+def test_guards_only_for_the_cpp_engine_and_enough_subjects() -> None:
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
+    run = {"config": ruleset.config.cel_view(), "cluster": {}}
+    many = {kind: [object()] * BIND_FROM for kind in ("workload", "node", "namespace", "object")}
+    few = {kind: [object()] * (BIND_FROM - 1) for kind in many}
+    assert "PG103" in build_guards(ruleset.rules, ruleset.engine, run, many)
+    assert build_guards(ruleset.rules, ruleset.engine, run, few) == {}
+    python = get_engine("python")
+    assert build_guards(ruleset.rules, python, run, many) == {}
+
+
+def test_every_guard_rejection_is_a_false_condition() -> None:
+    """Each bundled rule's guard against every subject of every fixture: where the
+    guard rejects, the CEL condition evaluates to false."""
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
+    inventory = load_paths([str(FIXTURES)], REPO)
+    model = build_model(inventory, ruleset.config)
+    run = {"config": ruleset.config.cel_view(), "cluster": {**model.cluster, "now": "2026-01-01"}}
+    found = build_guards(ruleset.rules, ruleset.engine, run)
+    assert {"PG103", "PG104", "PG303", "PG101"} <= set(found)
+    rejected = 0
+    for rule in ruleset.rules:
+        guard = found.get(rule.id)
+        if guard is None or rule.condition is None:
+            continue
+        for subject in model.subjects().get(rule.doc.subject, ()):
+            if rule.kinds and subject.obj.kind not in rule.kinds:
+                continue
+            if not guard.rejects(subject.variables):
+                continue
+            data = {
+                **run,
+                **subject.variables,
+                "object": subject.obj.body,
+                "subjectRef": subject.obj.ref.logical_name,
+                "params": rule.params,
+                "variables": {},
+            }
+            assert rule.condition.evaluate(ruleset.engine.activation(data)) is False, rule.id
+            rejected += 1
+    assert rejected > 50
+
+
+def test_every_fixture_gives_the_same_findings_with_and_without_guards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """All fixtures in one scan, so every rule meets enough subjects to be guarded."""
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
+    inventory = load_paths([str(FIXTURES / "rules"), str(FIXTURES / "scenarios")], REPO)
+    monkeypatch.setattr(guards, "ENGINES", frozenset())
+    plain = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings
+    monkeypatch.setattr(guards, "ENGINES", frozenset({"cpp"}))
+    built: list[dict[str, guards.Guard]] = []
+
+    def recording(*args: Any) -> dict[str, guards.Guard]:
+        built.append(build_guards(*args))
+        return built[-1]
+
+    monkeypatch.setattr(engine_module, "build_guards", recording)
+    guarded = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings
+    assert len(built) == 1 and {"PG103", "PG201", "PG304"} <= set(built[0])
+    assert plain and guarded == plain
