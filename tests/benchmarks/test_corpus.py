@@ -5,8 +5,10 @@ No timing here: performance is measured by ``python -m benchmarks``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -173,33 +175,246 @@ def test_emitter_round_trips_any_document(doc: dict[str, Any]) -> None:
     assert len(text.splitlines()) == count_lines(doc)
 
 
-@pytest.mark.parametrize("suffix", [".json", ".yaml"])
-def test_snapshot(tmp_path: Path, suffix: str) -> None:
-    path = tmp_path / f"snap{suffix}"
-    info = write_snapshot(path, nodes=40, pods=300, seed=3)
+def _load(path: Path) -> list[dict[str, Any]]:
     text = path.read_text()
-    data = json.loads(text) if suffix == ".json" else yaml.load(text, Loader=_Loader)
+    data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
     assert data["kind"] == "List"
-    items = data["items"]
+    items: list[dict[str, Any]] = data["items"]
+    return items
+
+
+def _gpu_limits(pod_spec: dict[str, Any]) -> set[str]:
+    return {
+        k for k in pod_spec["containers"][0]["resources"]["limits"] if k.startswith("nvidia.com/")
+    }
+
+
+def _without_node(spec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k != "nodeName"}
+
+
+@pytest.mark.parametrize("controllers", [True, False], ids=["controllers", "unique"])
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_snapshot(tmp_path: Path, suffix: str, controllers: bool) -> None:
+    path = tmp_path / f"snap{suffix}"
+    info = write_snapshot(path, nodes=40, pods=300, seed=3, controllers=controllers)
+    items = _load(path)
     nodes = [i for i in items if i["kind"] == "Node"]
     pods = [i for i in items if i["kind"] == "Pod"]
     assert (len(nodes), len(pods)) == (info.nodes, info.pods) == (40, 300)
     assert sum(i["kind"] == "Namespace" for i in items) == info.namespaces
+    assert len(items) == info.nodes + info.pods + info.namespaces + info.controllers
+    assert info.bytes == path.stat().st_size
     gpu_nodes = [n for n in nodes if "nvidia.com/gpu.product" in n["metadata"]["labels"]]
     assert gpu_nodes
     assert all("pool" in n["metadata"]["labels"] for n in nodes)
-    gpu_pods = [
-        p
-        for p in pods
-        if any(
-            k.startswith("nvidia.com/") for k in p["spec"]["containers"][0]["resources"]["limits"]
-        )
-    ]
-    assert 0.2 < len(gpu_pods) / len(pods) < 0.45
+    assert any(_gpu_limits(p["spec"]) for p in pods)
     assert {p["status"]["phase"] for p in pods} == {"Running", "Pending"}
     assert all("nodeName" in p["spec"] for p in pods if p["status"]["phase"] == "Running")
     node_names = {n["metadata"]["name"] for n in nodes}
     assert all(p["spec"]["nodeName"] in node_names for p in pods if "nodeName" in p["spec"])
     again = tmp_path / f"again{suffix}"
-    write_snapshot(again, nodes=40, pods=300, seed=3)
+    write_snapshot(again, nodes=40, pods=300, seed=3, controllers=controllers)
     assert again.read_bytes() == path.read_bytes()
+    other = tmp_path / f"other{suffix}"
+    write_snapshot(other, nodes=40, pods=300, seed=4, controllers=controllers)
+    assert other.read_bytes() != path.read_bytes()
+
+
+def test_both_shapes_share_namespaces_and_nodes(tmp_path: Path) -> None:
+    write_snapshot(tmp_path / "c.json", nodes=30, pods=200, seed=5)
+    write_snapshot(tmp_path / "u.json", nodes=30, pods=200, seed=5, controllers=False)
+    infra = [
+        [i for i in _load(tmp_path / name) if i["kind"] in ("Namespace", "Node")]
+        for name in ("c.json", "u.json")
+    ]
+    assert infra[0] == infra[1]
+    assert len(infra[0]) > 30
+
+
+# The worst case is the generator's output from before controllers were modelled;
+# the audit figures measured then were on exactly these bytes. Change the digest only
+# when the shape is meant to change (and say so next to the figures it invalidates).
+_UNIQUE_40x300_SEED_3 = "9ca37a474d07a96f8a212b5948cf987ecd10b4713db20cc8ee297540a7872622"
+
+
+def test_worst_case_shape_every_pod_its_own_template_owners_absent(tmp_path: Path) -> None:
+    path = tmp_path / "unique.json"
+    info = write_snapshot(path, nodes=40, pods=300, seed=3, controllers=False)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == _UNIQUE_40x300_SEED_3
+    items = _load(path)
+    assert info.controllers == 0
+    assert {i["kind"] for i in items} == {"Namespace", "Node", "Pod"}
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert 0.2 < sum(bool(_gpu_limits(p["spec"])) for p in pods) / len(pods) < 0.45
+    owners = [p["metadata"]["ownerReferences"] for p in pods]
+    assert all(len(o) == 1 and o[0]["kind"] == "ReplicaSet" for o in owners)
+    assert len({o[0]["uid"] for o in owners}) == len(pods)  # one absent owner per pod
+    specs = {json.dumps(_without_node(p["spec"]), sort_keys=True) for p in pods}
+    assert len(specs) == len(pods)  # no two pods share a template
+
+
+# ---- the controllers shape ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def controlled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[dict[str, Any]]]:
+    path = tmp_path_factory.mktemp("snapshot") / "controllers.json"
+    info = write_snapshot(path, nodes=60, pods=3000, seed=5)
+    return info, _load(path)
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def _template(obj: dict[str, Any]) -> dict[str, Any]:
+    template: dict[str, Any] = obj["spec"]["template"]
+    return template
+
+
+def test_controllers_counts(controlled: tuple[Any, list[dict[str, Any]]]) -> None:
+    info, items = controlled
+    kinds = Counter(i["kind"] for i in items)
+    assert kinds["Pod"] == info.pods == 3000
+    assert kinds["Node"] == info.nodes == 60
+    assert kinds["Namespace"] == info.namespaces
+    assert set(kinds) == {
+        "Namespace",
+        "Node",
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "Job",
+        "Pod",
+    }
+    assert (
+        info.controllers == sum(kinds.values()) - kinds["Pod"] - kinds["Node"] - kinds["Namespace"]
+    )
+    assert kinds["ReplicaSet"] == kinds["Deployment"]  # the current one of each
+    bare = sum("ownerReferences" not in i["metadata"] for i in items if i["kind"] == "Pod")
+    apps = kinds["Deployment"] + kinds["StatefulSet"] + kinds["Job"] + bare
+    assert 0.6 < kinds["Deployment"] / apps < 0.8
+    assert 0.07 < kinds["StatefulSet"] / apps < 0.17
+    assert 0.1 < kinds["Job"] / apps < 0.2
+    assert 0 < bare / apps < 0.06
+    assert len({_key(i) for i in items}) == len(items)
+    assert len({i["metadata"]["uid"] for i in items}) == len(items)
+
+
+def test_every_owner_is_in_the_snapshot(controlled: tuple[Any, list[dict[str, Any]]]) -> None:
+    _, items = controlled
+    by_key = {_key(i): i for i in items}
+    owned = 0
+    for obj in items:
+        for ref in obj["metadata"].get("ownerReferences", []):
+            owner = by_key[(ref["kind"], obj["metadata"]["namespace"], ref["name"])]
+            assert ref["uid"] == owner["metadata"]["uid"]
+            assert ref["apiVersion"] == owner["apiVersion"]
+            assert ref["controller"] is True and ref["blockOwnerDeletion"] is True
+            owned += 1
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert all(len(i["metadata"].get("ownerReferences", [])) <= 1 for i in items)
+    assert sum("ownerReferences" in p["metadata"] for p in pods) > 0.95 * len(pods)
+    assert all(
+        i["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+        for i in items
+        if i["kind"] == "ReplicaSet"
+    )
+    assert owned == sum("ownerReferences" in i["metadata"] for i in items)
+
+
+def test_replicas_share_their_controllers_template(
+    controlled: tuple[Any, list[dict[str, Any]]],
+) -> None:
+    _, items = controlled
+    by_key = {_key(i): i for i in items}
+    nodes = {i["metadata"]["name"]: i for i in items if i["kind"] == "Node"}
+    replicas: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for pod in (i for i in items if i["kind"] == "Pod"):
+        for ref in pod["metadata"].get("ownerReferences", []):
+            replicas.setdefault(
+                (ref["kind"], pod["metadata"]["namespace"], ref["name"]), []
+            ).append(pod)
+    sizes: Counter[int] = Counter()
+    for key, pods in replicas.items():
+        owner = by_key[key]
+        template, spec = _template(owner), owner["spec"]
+        assert all(_without_node(p["spec"]) == template["spec"] for p in pods), key
+        assert all(
+            template["metadata"]["labels"].items() <= p["metadata"]["labels"].items() for p in pods
+        )
+        selector = spec["selector"]["matchLabels"]
+        assert all(selector.items() <= p["metadata"]["labels"].items() for p in pods)
+        wanted = spec["parallelism"] if key[0] == "Job" else spec["replicas"]
+        assert wanted == len(pods), key
+        running = sum(p["status"]["phase"] == "Running" for p in pods)
+        assert owner["status"]["ready" if key[0] == "Job" else "readyReplicas"] == running
+        sizes[len(pods)] += 1
+        gpu = _gpu_limits(template["spec"])
+        if gpu:  # one pool for all replicas, and it offers the resource
+            (resource,) = gpu
+            scheduled = [nodes[p["spec"]["nodeName"]] for p in pods if "nodeName" in p["spec"]]
+            assert len({n["metadata"]["labels"]["pool"] for n in scheduled}) <= 1, key
+            assert all(resource in n["status"]["capacity"] for n in scheduled), key
+        if key[0] == "ReplicaSet":
+            deployment = by_key[
+                ("Deployment", key[1], owner["metadata"]["ownerReferences"][0]["name"])
+            ]
+            assert _template(deployment)["spec"] == template["spec"]
+            pod_hash = owner["metadata"]["labels"]["pod-template-hash"]
+            assert all(p["metadata"]["labels"]["pod-template-hash"] == pod_hash for p in pods)
+        if key[0] == "StatefulSet":
+            names = sorted(p["metadata"]["name"] for p in pods)
+            assert names == sorted(f"{key[2]}-{i}" for i in range(len(pods)))
+            assert all("controller-revision-hash" in p["metadata"]["labels"] for p in pods)
+        if key[0] == "Job":
+            assert template["spec"]["restartPolicy"] == "Never"
+            uid = owner["metadata"]["uid"]
+            assert all(p["metadata"]["labels"]["controller-uid"] == uid for p in pods)
+            assert all(
+                p["metadata"]["labels"]["batch.kubernetes.io/job-name"] == key[2] for p in pods
+            )
+    # At most the last app is cut short to make the pod count exact.
+    assert sum(n for size, n in sizes.items() if size not in (1, 2, 3, 5, 10, 20)) <= 1
+    assert {1, 2, 3, 5, 10, 20} <= set(sizes)
+
+
+def test_controllers_shape_per_app_decisions(controlled: tuple[Any, list[dict[str, Any]]]) -> None:
+    _, items = controlled
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert 0.2 < sum(bool(_gpu_limits(p["spec"])) for p in pods) / len(pods) < 0.45
+    templates = [
+        _template(i)["spec"] for i in items if i["kind"] in ("Deployment", "StatefulSet", "Job")
+    ]
+    gpu = [t for t in templates if _gpu_limits(t)]
+    assert 0.25 < len(gpu) / len(templates) < 0.42
+    assert 0.8 < sum(t.get("runtimeClassName") == "nvidia" for t in gpu) / len(gpu) < 0.97
+    assert 0.75 < sum("nodeSelector" in t for t in gpu) / len(gpu) < 0.93
+    assert all(t["tolerations"][0]["key"] == "nvidia.com/gpu" for t in gpu)
+    images = [t["containers"][0]["image"] for t in templates]
+    assert 0.5 < sum("@sha256:" in i for i in images) / len(images) < 0.7
+    operator = [p for p in pods if p["metadata"]["namespace"] == "gpu-operator"]
+    assert operator
+    assert all(
+        p["spec"]["containers"][0]["securityContext"] == {"privileged": True} for p in operator
+    )
+    phases = Counter(p["status"]["phase"] for p in pods)
+    assert 0.85 < phases["Running"] / len(pods) < 0.95
+    unscheduled = [p for p in pods if "nodeName" not in p["spec"]]
+    assert all(p["status"]["conditions"][0]["reason"] == "Unschedulable" for p in unscheduled)
+    assert 0.3 < len(unscheduled) / phases["Pending"] < 0.7
+
+
+def test_pod_count_is_exact_for_any_size(tmp_path: Path) -> None:
+    for pods in (0, 1, 2, 7, 19, 21, 101):
+        path = tmp_path / f"p{pods}.json"
+        info = write_snapshot(path, nodes=5, pods=pods, seed=pods)
+        assert sum(i["kind"] == "Pod" for i in _load(path)) == info.pods == pods
+    info = write_snapshot(tmp_path / "empty.json", nodes=0, pods=20, seed=1)
+    assert all(
+        p["status"]["phase"] == "Pending" and "nodeName" not in p["spec"]
+        for p in _load(tmp_path / "empty.json")
+        if p["kind"] == "Pod"
+    )
