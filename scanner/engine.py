@@ -66,8 +66,14 @@ def evaluate(
                 continue
             result.subjects += 1
             activations: dict[str, Any] = {}
+            # A workload whose controller is in the run runs that controller's template,
+            # which the controller's findings cover: only instance rules look at it.
+            facts = subject.variables.get("workload") if subject.type == "workload" else None
+            controlled = isinstance(facts, Mapping) and facts.get("controlled") is True
             for rule in type_rules:
                 if rule.kinds and subject.obj.kind not in rule.kinds:
+                    continue
+                if controlled and not rule.controlled:
                     continue
                 refuse = None
                 if rule.id in iterating:

@@ -70,15 +70,45 @@ class Guard:
     never: bool
     """A constant conjunct is false: the rule matches nothing in this run."""
     flags: tuple[Flag, ...]
+    any_of: tuple[tuple[Flag, ...], ...] = ()
+    """Conjuncts ``(flag || flag ...)``: false when every one of their flags is."""
 
     def rejects(self, variables: Mapping[str, Any]) -> bool:
-        return self.never or any(flag.is_false(variables) for flag in self.flags)
+        return (
+            self.never
+            or any(flag.is_false(variables) for flag in self.flags)
+            or any(all(flag.is_false(variables) for flag in flags) for flags in self.any_of)
+        )
 
 
 def conjuncts(source: str) -> list[str] | None:
     """``source`` split at its top-level ``&&``, or None when it cannot be split safely
     (a top-level ``||`` or ``?:``, a comment, an unterminated, raw or triple-quoted
     string)."""
+    return _split(source, "&&")
+
+
+def disjuncts(source: str) -> list[str] | None:
+    """``source`` (a conjunct, outer parentheses allowed) split at its top-level ``||``."""
+    text = source.strip()
+    if _enclosed(text):
+        text = text[1:-1]
+    return _split(text, "||")
+
+
+def _enclosed(text: str) -> bool:
+    """``(...)`` as one group: ``(a) && (b)`` is not (strings are checked by ``_split``)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for index, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return index == len(text) - 1
+    return False
+
+
+def _split(source: str, operator: str) -> list[str] | None:
     parts: list[str] = []
     depth = 0
     start = 0
@@ -100,17 +130,19 @@ def conjuncts(source: str) -> list[str] | None:
             depth += 1
         elif char in ")]}":
             depth -= 1
+            if depth < 0:
+                return None
         elif source.startswith("//", index) or (
-            depth == 0 and (source.startswith("||", index) or char == "?")
+            depth == 0 and (char == "?" or (operator == "&&" and source.startswith("||", index)))
         ):
-            return None
-        elif depth == 0 and source.startswith("&&", index):
+            return None  # a comment, a conditional, or an || binding looser than &&
+        elif depth == 0 and source.startswith(operator, index):
             parts.append(source[start:index].strip())
             start = index + 2
             index += 1
         index += 1
     parts.append(source[start:].strip())
-    return parts if all(parts) else None
+    return parts if all(parts) and depth == 0 else None
 
 
 def _strip_strings(text: str) -> str:
@@ -137,17 +169,29 @@ def build(
     if parts is None or len(parts) < 1:
         return None
     flags: list[Flag] = []
+    any_of: list[tuple[Flag, ...]] = []
     never = False
     for part in parts:
-        flag = _FLAG.fullmatch(part)
-        if flag is not None and flag.group(2) in SUBJECT_VARIABLES:
-            fields = tuple(name.strip() for name in flag.group(3).split(".")[1:])
-            flags.append(Flag(flag.group(2), fields, flag.group(1) == "!"))
-        elif _reads_only_run_values(part) and _constant_false(part, engine, run_values, params):
-            never = True
-    if not never and not flags:
+        flag = _flag(part)
+        if flag is not None:
+            flags.append(flag)
+        elif _reads_only_run_values(part):
+            never = never or _constant_false(part, engine, run_values, params)
+        elif (alternatives := disjuncts(part)) is not None and len(alternatives) > 1:
+            either = [_flag(alternative) for alternative in alternatives]
+            if all(either):
+                any_of.append(tuple(flag for flag in either if flag is not None))
+    if not never and not flags and not any_of:
         return None
-    return Guard(never, tuple(flags))
+    return Guard(never, tuple(flags), tuple(any_of))
+
+
+def _flag(text: str) -> Flag | None:
+    found = _FLAG.fullmatch(text.strip())
+    if found is None or found.group(2) not in SUBJECT_VARIABLES:
+        return None
+    fields = tuple(name.strip() for name in found.group(3).split(".")[1:])
+    return Flag(found.group(2), fields, found.group(1) == "!")
 
 
 def _constant_false(

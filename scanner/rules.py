@@ -61,6 +61,10 @@ class Rule:
     needs: frozenset[str] = frozenset()
     """Kinds the rule's facts are joined from, besides its subjects: the audit lists
     them, and does not run the rule when one of them cannot be read."""
+    controlled: bool = False
+    """Workload rules: also run on workloads whose controller is in the run
+    (``match.controlled: include``); by default their controller's template stands
+    for them (see ``controlled`` in ``scanner.model.workloads``)."""
 
     @property
     def id(self) -> str:
@@ -270,6 +274,7 @@ def _compile(
         params=params,
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
+        controlled=match.get("controlled", "skip") == "include",
     )
 
 

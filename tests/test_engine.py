@@ -193,3 +193,23 @@ def test_document_findings_only_for_enabled_document_rules() -> None:
     rules = {"PG001": Rule(doc("PG001", subject="document"), True, frozenset())}
     [finding] = list(document_findings(invalid, rules))
     assert (finding.rule_id, finding.location.line, finding.location.column) == ("PG001", 4, 2)
+
+
+def test_controlled_workloads_run_only_instance_rules() -> None:
+    """A Pod whose controller is in the run is covered by the controller's findings;
+    only rules with ``match.controlled: include`` look at it."""
+    violation = FakeProgram([{"message": "bad"}])
+    template_rule = Rule(doc("PG900"), True, frozenset(), violations=violation)
+    instance_rule = Rule(doc("PG901"), True, frozenset(), violations=violation, controlled=True)
+    subjects = {
+        "workload": [
+            Subject("workload", make_obj("api"), {"workload": {"controlled": False}}),
+            Subject("workload", make_obj("api-x1", "Pod"), {"workload": {"controlled": True}}),
+        ]
+    }
+    findings = evaluate([template_rule, instance_rule], subjects, FakeEngine(), {}).findings
+    assert sorted((f.rule_id, f.ref.name) for f in findings if f.ref) == [
+        ("PG900", "api"),
+        ("PG901", "api"),
+        ("PG901", "api-x1"),
+    ]

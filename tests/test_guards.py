@@ -148,3 +148,37 @@ def test_every_fixture_gives_the_same_findings_with_and_without_guards(
     guarded = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings
     assert len(built) == 1 and {"PG103", "PG201", "PG304"} <= set(built[0])
     assert plain and guarded == plain
+
+
+@pytest.mark.parametrize(
+    ("source", "parts"),
+    [
+        (
+            "(!workload.controlled || workload.runningShared)",
+            ["!workload.controlled", "workload.runningShared"],
+        ),
+        ("(a) || (b)", ["(a)", "(b)"]),
+        ("a || b && c", ["a", "b && c"]),
+        ("(a || b", None),
+        ("a ? b : c", None),
+    ],
+)
+def test_disjunctions_split_at_top_level_or(source: str, parts: list[str] | None) -> None:
+    assert guards.disjuncts(source) == parts
+
+
+def test_a_disjunction_of_flags_rejects_only_when_every_flag_is_false() -> None:
+    source = "workload.gpu && (!workload.controlled || workload.runningShared)"
+    guard = build(source, get_engine("cpp"), RUN, {})
+    assert guard is not None
+    assert guard.any_of == (
+        (Flag("workload", ("controlled",), True), Flag("workload", ("runningShared",), False)),
+    )
+
+    def facts(controlled: bool, shared: object) -> dict[str, Any]:
+        return {"workload": {"gpu": True, "controlled": controlled, "runningShared": shared}}
+
+    assert guard.rejects(facts(True, False))
+    assert not guard.rejects(facts(True, True))
+    assert not guard.rejects(facts(False, False))
+    assert not guard.rejects(facts(True, None))  # not a bool: CEL decides

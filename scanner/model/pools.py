@@ -220,7 +220,8 @@ def attach_running(
     Every GPU Pod bound to a Node (``spec.nodeName``) and not finished gets
     ``runningNode`` = {name, sharing, shared, trustDomains}, where ``trustDomains`` are
     those of all GPU pods running on that node. Pods of other workload kinds, and
-    manifests (no ``nodeName``), get an empty ``runningNode``.
+    manifests (no ``nodeName``), get an empty ``runningNode``. ``runningShared`` says
+    whether ``runningNode`` is a shared (time-sliced or MPS) node, as a plain flag.
     """
     by_name = {facts["name"]: facts for _obj, facts in nodes if facts["source"] == "node"}
     domains: dict[str, set[str]] = {}
@@ -228,6 +229,7 @@ def attach_running(
     for workload in workloads:
         facts = workload.facts
         facts["runningNode"] = {}
+        facts["runningShared"] = False
         body = workload.obj.body
         if workload.obj.kind != "Pod" or not facts["gpu"]:
             continue
@@ -248,6 +250,7 @@ def attach_running(
             "shared": node["sharing"] in SHARED_MODES,
             "trustDomains": sorted(domains.get(node["name"], ())),
         }
+        facts["runningShared"] = node["sharing"] in SHARED_MODES
 
 
 def diagnose(facts: Mapping[str, Any]) -> str:
