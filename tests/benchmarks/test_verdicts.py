@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from benchmarks.run import Measured, Report, SizeResult, verdicts
+import pytest
+
+from benchmarks.run import (
+    AuditResult,
+    Measured,
+    Report,
+    SizeResult,
+    audit_lines,
+    parse_args,
+    verdicts,
+)
 
 
 def size(objects: int, libyaml: float, poolgate: float) -> SizeResult:
@@ -23,15 +33,63 @@ def test_met_and_missed_lines_say_by_how_much() -> None:
     assert lines[-1].startswith("  growth 1,000 -> 10,000: seconds per object x1.00")
 
 
+def audit(shape: str, nodes: int, pods: int, seconds: float, rss: int) -> AuditResult:
+    measured = Measured(runs=[seconds], peak_rss=[rss])
+    return AuditResult(shape, nodes, pods, 0 if shape == "unique" else 3_000, 1, measured)
+
+
 def test_snapshot_lines_only_for_the_budget_size() -> None:
     report = Report(machine={})
-    small = {"available": True, "nodes": 500, "pods": 10_000, "seconds": 20.0, "peak_rss": 1}
-    report.audit = small
+    report.audit = [
+        audit("controllers", 500, 10_000, 20.0, 1),
+        audit("unique", 500, 10_000, 30.0, 1),
+    ]
     assert verdicts(report) == ["  (nothing measured that has a budget line)"]
-    report.audit = small | {"nodes": 5_000, "pods": 100_000, "peak_rss": 3 * 2**30}
+
+
+def test_snapshot_verdict_on_the_controllers_shape_worst_case_only_compared() -> None:
+    report = Report(machine={})
+    report.audit = [
+        audit("controllers", 5_000, 100_000, 20.0, 3 * 2**30),
+        audit("unique", 5_000, 100_000, 45.0, 2**30),
+    ]
     assert verdicts(report) == [
         "  snapshot 5k nodes + 100k pods, wall: 20.00 s (budget 15 s): "
         "MISSED by 5.00 s (1.33x the budget)",
         "  snapshot 5k nodes + 100k pods, peak RSS: 3.00 GiB (budget 2 GiB): "
         "MISSED by 1.00 GiB (1.50x the budget)",
+        "  snapshot 5k nodes + 100k pods, worst case: every pod its own template, owners absent "
+        "(no verdict): wall 45.00 s = 3.00x the budget, peak RSS 1.00 GiB = 0.50x",
     ]
+    report.audit = report.audit[1:]  # --snapshot-shape unique: still no verdict
+    (line,) = verdicts(report)
+    assert "no verdict" in line
+    assert "met" not in line and "MISSED" not in line
+
+
+def test_audit_table_has_a_row_per_shape() -> None:
+    report = Report(machine={})
+    report.audit = [
+        audit("controllers", 500, 10_000, 12.5, 300 * 2**20),
+        AuditResult("unique", 500, 10_000, 0, 12_500_000, Measured(error="exit -15: killed")),
+    ]
+    lines = audit_lines(report)
+    assert lines[0] == "audit --snapshot, 500 nodes + 10,000 pods:"
+    assert lines[2].split()[-2:] == ["12.500", "300"]
+    assert lines[2].lstrip().startswith("controllers, pods share their templates")
+    assert lines[3].lstrip().startswith("worst case: every pod its own template, owners absent")
+    assert "FAILED" in lines[3]
+    assert lines[-1] == "audit failed on the unique snapshot: exit -15: killed"
+    assert audit_lines(Report(machine={})) == ["audit: skipped (--no-audit)"]
+    assert audit_lines(Report(machine={}, audit=[], audit_unavailable="no such command")) == [
+        "audit: not available yet"
+    ]
+
+
+def test_snapshot_shape_option() -> None:
+    assert parse_args([]).snapshot_shapes == ["controllers", "unique"]
+    assert parse_args(["--quick"]).snapshot == (500, 10_000)
+    assert parse_args(["--snapshot-shape", "unique"]).snapshot_shapes == ["unique"]
+    assert parse_args(["--snapshot-shape", "controllers"]).snapshot_shapes == ["controllers"]
+    with pytest.raises(SystemExit):
+        parse_args(["--snapshot-shape", "pods"])
