@@ -46,6 +46,7 @@ def evaluate(
     ``lookup`` resolves a violation's ``ref`` (``namespace/Kind/name``) to an object.
     """
     result = Evaluation()
+    refs: Mapping[str, KubeObject] = {} if lookup is None else lookup  # not truth-tested: lazy
     # Rules with equal parameters share one activation per subject.
     params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
     iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
@@ -75,20 +76,29 @@ def evaluate(
                     continue
                 if controlled and not rule.controlled:
                     continue
+                guard = guards.get(rule.id)
+                # The condition is false, decided without CEL. (An oversized subject is
+                # refused before a condition with comprehensions runs, in _run_rule, so
+                # such a condition is guarded only once the subject's size is known.)
+                if (
+                    guard is not None
+                    and rule.id not in iterating_conditions
+                    and guard.rejects(subject.variables)
+                ):
+                    continue
                 refuse = None
                 if rule.id in iterating:
                     body = subject.obj.body
                     if id(body) not in measured:
                         measured[id(body)] = oversize("object", body)
                     refuse = measured[id(body)]
-                guard = guards.get(rule.id)
-                # An oversized subject is refused before its condition runs (_run_rule).
                 if (
                     guard is not None
-                    and (refuse is None or rule.id not in iterating_conditions)
+                    and rule.id in iterating_conditions
+                    and refuse is None
                     and guard.rejects(subject.variables)
                 ):
-                    continue  # the condition is false: decided without CEL
+                    continue
                 key = params_keys[rule.id]
                 activation = activations.get(key)
                 if activation is None:
@@ -102,7 +112,7 @@ def evaluate(
                     data["variables"] = {}
                     activation = activations[key] = engine.activation(data)
                 result.findings.extend(
-                    _run_rule(rule, subject, activation, engine, globals_, lookup or {}, refuse)
+                    _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
                 )
     return result
 
