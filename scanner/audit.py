@@ -32,6 +32,7 @@ from typing import TextIO
 
 from scanner.findings import Level, Notification
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.reporters import Report
 from scanner.rules import Rule
@@ -48,8 +49,11 @@ _SUBJECT_KINDS: dict[str, tuple[str, ...]] = {
     "pool": _POOL_KINDS,
     "namespace": ("Namespace",),
     "sharingConfig": ("ConfigMap",),
+    "cluster": (),
 }
-"""Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``)."""
+"""Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``). The
+``cluster`` subject is made from none: a cluster rule names the kinds its facts come
+from in ``needs``, so it does not run at all when one of them cannot be read."""
 
 ALL_KINDS: frozenset[str] = frozenset(resource.kind for resource in RESOURCES)
 
@@ -257,7 +261,13 @@ def evaluate(
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
-    report = evaluate_inventory(inventory, runnable, Path.cwd(), now=now or capture.captured_at)
+    report = evaluate_inventory(
+        inventory,
+        runnable,
+        Path.cwd(),
+        now=now or capture.captured_at,
+        scope=ClusterScope(capture.context, capture.listed),
+    )
     return (
         replace(
             report,

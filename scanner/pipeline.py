@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
@@ -23,6 +23,7 @@ from scanner.errors import UsageError
 from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
 from scanner.inventory import Inventory, KubeObject
 from scanner.model import build_model
+from scanner.model.cluster import ClusterScope
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
 from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, find_repo_root, load_paths
@@ -167,11 +168,14 @@ def evaluate_inventory(
     context_notes: Sequence[Notification] = (),
     *,
     now: datetime.datetime | None = None,
+    scope: ClusterScope | None = None,
 ) -> Report:
     """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
     durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
-    cluster was read, fixture tests a fixed time; default the current time."""
-    model = build_model(inventory, ruleset.config)
+    cluster was read, fixture tests a fixed time; default the current time. ``scope``
+    is the cluster an audit read (its context and the kinds listed to the end);
+    default: a scan of manifests."""
+    model = build_model(inventory, ruleset.config, scope)
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
     context_uris = {obj.origin.uri for obj in inventory.objects if obj.context_only}
@@ -188,7 +192,7 @@ def evaluate_inventory(
             "cluster": {**model.cluster, "now": _rfc3339(now)},
         },
         # Context objects are never reported on, so a ``ref`` may not point there.
-        {obj.ref.logical_name: obj for obj in inventory.reportable()},
+        _RefLookup(inventory),
     )
     findings.extend(evaluation.findings)
     notifications = [
@@ -222,6 +226,29 @@ def evaluate_inventory(
             subjects=evaluation.subjects,
         ),
     )
+
+
+class _RefLookup(Mapping[str, KubeObject]):
+    """``namespace/Kind/name`` -> reportable object, built on first use: only a
+    violation with a ``ref`` reads it, and building it names every object."""
+
+    def __init__(self, inventory: Inventory) -> None:
+        self._inventory = inventory
+        self._built: dict[str, KubeObject] | None = None
+
+    def _table(self) -> dict[str, KubeObject]:
+        if self._built is None:
+            self._built = {obj.ref.logical_name: obj for obj in self._inventory.reportable()}
+        return self._built
+
+    def __getitem__(self, key: str) -> KubeObject:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
 
 
 def _rfc3339(moment: datetime.datetime | None) -> str:

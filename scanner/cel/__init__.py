@@ -28,6 +28,8 @@ VARIABLES: tuple[str, ...] = (
     "pool",
     "sharingConfig",
     "ns",
+    "admission",
+    "gpuWorkloads",
     "cluster",
     "config",
     "params",
@@ -38,7 +40,9 @@ VARIABLES: tuple[str, ...] = (
 )
 """Every variable a rule may read; all are declared ``dyn`` in both engines.
 
-A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL. ``subjectRef``
+A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL. The ``cluster``
+subject's own variables are ``admission`` and ``gpuWorkloads`` (``cluster`` is the
+cluster-wide facts every subject sees). ``subjectRef``
 is the subject object's identity, ``namespace/Kind/name`` (or ``Kind/name``), for rules
 that look the subject up in a model-provided map.
 """

@@ -13,6 +13,7 @@ from typing import Any
 from scanner.config import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import deviceplugin
+from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
@@ -59,6 +60,9 @@ class Model:
     """Cluster-wide facts (the CEL variable ``cluster``)."""
     namespaces: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
     """Namespace objects in scope and their facts (the ``namespace`` subject, CEL ``ns``)."""
+    cluster_subject: tuple[KubeObject, dict[str, Any]] | None = None
+    """The synthetic cluster object and its variables (the ``cluster`` subject,
+    ``scanner.model.cluster``); None only for models built by hand."""
 
     def subjects(self) -> dict[str, list[Subject]]:
         """Subject type -> subjects, as the engine consumes them."""
@@ -77,12 +81,21 @@ class Model:
             "namespace": [
                 Subject("namespace", obj, {"ns": facts}) for obj, facts in self.namespaces
             ],
+            "cluster": [
+                Subject("cluster", obj, variables)
+                for obj, variables in ([self.cluster_subject] if self.cluster_subject else [])
+            ],
         }
 
 
-def build_model(inventory: Inventory, config: Config | None = None) -> Model:
-    """Derive every fact once, in dependency order; joins use the index."""
+def build_model(
+    inventory: Inventory, config: Config | None = None, scope: ClusterScope | None = None
+) -> Model:
+    """Derive every fact once, in dependency order; joins use the index.
+
+    ``scope`` names the cluster an audit read (default: a scan of manifests)."""
     config = config or Config()
+    scope = scope or ClusterScope()
     index = ObjectIndex(inventory.objects)
     workloads, invalid = build_workloads(inventory.objects, index)
     setup = deviceplugin.cluster_setup(index)
@@ -114,4 +127,8 @@ def build_model(inventory: Inventory, config: Config | None = None) -> Model:
             "rbac": rbac_facts(index, config),
         },
         namespaces=namespaces.subjects,
+        cluster_subject=(
+            cluster_object(scope),
+            cluster_variables(index, workloads, config, scope),
+        ),
     )

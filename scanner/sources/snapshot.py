@@ -22,6 +22,7 @@ Objects become inventory objects with ``cluster://<context>/<namespace>/<Kind>/<
 URIs (source type ``cluster``) and no line map, exactly like live objects, so an
 audit of a snapshot reports the same findings as the live audit it came from.
 The context is percent-encoded: EKS context names are ARNs holding ``/`` and ``:``.
+Findings about the cluster as a whole point at ``cluster://<context>/_cluster``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from scanner.sources.yamldoc import collector_paused
 
 SCHEME = "cluster://"
 SOURCE_TYPE = "cluster"
+CLUSTER_SEGMENT = "_cluster"
+"""The path of the cluster itself in its ``cluster://`` URI (``cluster_uri``)."""
 DEFAULT_CONTEXT = "snapshot"
 """Context of a snapshot that names none (a ``kubectl`` dump) when ``--context`` is not given."""
 
@@ -87,6 +90,14 @@ def object_uri(context: str, ref: ObjectRef) -> str:
     """``cluster://<context>/<namespace>/<Kind>/<name>`` (``.../<Kind>/<name>`` when
     cluster-scoped); the context percent-encoded so it is one URI segment."""
     return f"{SCHEME}{quote(context, safe='')}/{ref.logical_name}"
+
+
+def cluster_uri(context: str) -> str:
+    """``cluster://<context>/_cluster``: the cluster itself, where findings about the
+    cluster as a whole (the ``cluster`` subject) point. One path segment, so it is
+    never an object's URI (those have two or three, and ``_`` is not allowed in
+    Kubernetes names and namespaces)."""
+    return f"{SCHEME}{quote(context, safe='')}/{CLUSTER_SEGMENT}"
 
 
 def kind_label(key: KindKey) -> str:

@@ -1,0 +1,179 @@
+"""Admission facts: which ValidatingAdmissionPolicies hold GPU pods to the floor (PG605).
+
+``admission``, a variable of the ``cluster`` subject:
+
+* ``known``: the run can see the cluster's admission policies. In an audit both
+  ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding were listed to
+  the end (a cluster with none is known to have none); otherwise (manifests, a
+  ``kubectl`` dump) an object of either kind is in scope.
+* ``policies``: every ValidatingAdmissionPolicy in scope, sorted by name, each with
+
+  - ``name``;
+  - ``pods``: its ``matchConstraints`` match core ``pods`` on ``CREATE`` (``*`` and
+    ``*/*`` count; ``pods/*`` is only subresources; rules with ``resourceNames``
+    match named objects only; ``excludeResourceRules`` are applied);
+  - ``controllers``: the pod-controller resources it matches on ``CREATE``
+    (``deployments.apps``, ``pytorchjobs.kubeflow.org``, ...), sorted;
+  - ``runtimeClass``: an expression of its ``validations`` or ``variables`` reads
+    ``runtimeClassName``;
+  - ``sku``: those expressions read ``nodeSelector`` or ``nodeAffinity`` and name a
+    SKU or pool label key (config ``skuLabel``, ``poolLabels``) as a string literal
+    (``'sku'``) or a field (``.sku``);
+  - ``failurePolicy``: ``Fail`` (the default) or ``Ignore``;
+  - ``bindings``: the ValidatingAdmissionPolicyBindings whose ``policyName`` is
+    it, sorted by name, each with ``name``, ``actions`` (its ``validationActions``)
+    and ``pods`` (its ``matchResources`` keep Pods on ``CREATE``; a binding without
+    ``resourceRules`` keeps what the policy matches);
+  - ``actions``: the ``validationActions`` of all those bindings, sorted, once each;
+  - ``deny``: a binding with ``Deny`` among its actions keeps Pods.
+
+The expressions are read as text, not analysed: a policy that names the field
+is taken to check it. ``matchConditions``, namespace and object selectors, and
+parameters are not judged (a floor usually exempts system namespaces), so a
+label key a policy reads from its params is not recognised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from scanner.config import Config
+from scanner.inventory import KubeObject
+from scanner.kinds import WORKLOAD_KINDS, api_group
+from scanner.model.index import ObjectIndex
+from scanner.sources.resources import RESOURCES, Resource, find
+
+GROUP = "admissionregistration.k8s.io"
+POLICY = "ValidatingAdmissionPolicy"
+BINDING = "ValidatingAdmissionPolicyBinding"
+KINDS: frozenset[tuple[str, str]] = frozenset({(GROUP, POLICY), (GROUP, BINDING)})
+"""(group, kind) of what admission facts are made from."""
+
+_PODS = find("", "Pod")
+_CONTROLLERS: tuple[Resource, ...] = tuple(
+    resource for resource in RESOURCES if resource.kind in WORKLOAD_KINDS and resource.kind != "Pod"
+)
+
+
+def admission_facts(
+    index: ObjectIndex, config: Config, listed: frozenset[tuple[str, str]] | None
+) -> dict[str, Any]:
+    """``admission`` (see the module docstring). ``listed``: the (group, kind) pairs an
+    audit listed to the end; None when the run cannot tell (then presence decides)."""
+    policies = [obj for obj in index.kind(POLICY) if api_group(obj.api_version) == GROUP]
+    bindings = [obj for obj in index.kind(BINDING) if api_group(obj.api_version) == GROUP]
+    known = bool(policies or bindings) if listed is None else listed >= KINDS
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for binding in bindings:
+        spec = _mapping(binding.body.get("spec"))
+        name = spec.get("policyName")
+        if isinstance(name, str):
+            by_policy.setdefault(name, []).append(_binding_facts(binding, spec))
+    keys = _label_keys(config)
+    facts = [_policy_facts(obj, by_policy.get(obj.name, []), keys) for obj in policies]
+    facts.sort(key=lambda item: str(item["name"]))
+    return {"known": known, "policies": facts}
+
+
+def _policy_facts(
+    obj: KubeObject, bindings: list[dict[str, Any]], keys: re.Pattern[str] | None
+) -> dict[str, Any]:
+    spec = _mapping(obj.body.get("spec"))
+    match = spec.get("matchConstraints")
+    text = "\n".join(_expressions(spec))
+    failure = spec.get("failurePolicy")
+    bindings.sort(key=lambda item: str(item["name"]))
+    actions = sorted({action for binding in bindings for action in binding["actions"]})
+    return {
+        "name": obj.name,
+        "pods": _PODS is not None and covers(match, _PODS, inherit=False),
+        "controllers": sorted(
+            resource.label for resource in _CONTROLLERS if covers(match, resource, inherit=False)
+        ),
+        "runtimeClass": "runtimeClassName" in text,
+        "sku": ("nodeSelector" in text or "nodeAffinity" in text)
+        and keys is not None
+        and keys.search(text) is not None,
+        "failurePolicy": failure if isinstance(failure, str) else "Fail",
+        "bindings": bindings,
+        "actions": actions,
+        "deny": any(binding["pods"] and "Deny" in binding["actions"] for binding in bindings),
+    }
+
+
+def _binding_facts(obj: KubeObject, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": obj.name,
+        "actions": _strings(spec.get("validationActions")),
+        "pods": _PODS is not None and covers(spec.get("matchResources"), _PODS, inherit=True),
+    }
+
+
+def covers(match: object, resource: Resource, *, inherit: bool) -> bool:
+    """``match`` (``matchConstraints`` or a binding's ``matchResources``) selects
+    ``resource`` on ``CREATE``. ``inherit``: what a missing ``resourceRules`` means
+    (a binding then keeps whatever its policy matches; a policy matches nothing)."""
+    if not isinstance(match, Mapping):
+        return inherit
+    rules = match.get("resourceRules")
+    included = inherit if rules is None else _any_rule(rules, resource)
+    return included and not _any_rule(match.get("excludeResourceRules"), resource)
+
+
+def _any_rule(rules: object, resource: Resource) -> bool:
+    return isinstance(rules, list) and any(_rule_matches(rule, resource) for rule in rules)
+
+
+def _rule_matches(rule: object, resource: Resource) -> bool:
+    """One ``NamedRuleWithOperations`` selects every ``resource`` object on CREATE."""
+    if not isinstance(rule, Mapping) or rule.get("resourceNames"):
+        return False  # resourceNames: only the named objects
+    groups = _strings(rule.get("apiGroups"))
+    versions = _strings(rule.get("apiVersions"))
+    resources = _strings(rule.get("resources"))
+    operations = _strings(rule.get("operations"))
+    scope = rule.get("scope", "*")
+    return (
+        ("*" in groups or resource.group in groups)
+        and ("*" in versions or any(version in versions for version in resource.versions))
+        and ("*" in resources or "*/*" in resources or resource.plural in resources)
+        and ("*" in operations or "CREATE" in operations)
+        and scope in ("*", "Namespaced" if resource.namespaced else "Cluster")
+    )
+
+
+def _expressions(spec: Mapping[str, Any]) -> Iterable[str]:
+    """The CEL that decides: ``validations[].expression`` and ``variables[].expression``."""
+    for field in ("validations", "variables"):
+        items = spec.get(field)
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if isinstance(item, Mapping) and isinstance(item.get("expression"), str):
+                yield item["expression"]
+
+
+def _label_keys(config: Config) -> re.Pattern[str] | None:
+    """A label key as a CEL string literal, or as a field when it is an identifier."""
+    alternatives: list[str] = []
+    for key in dict.fromkeys((config.sku_label, *config.pool_labels)):
+        if not key:
+            continue
+        alternatives += [f"'{re.escape(key)}'", f'"{re.escape(key)}"']
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            alternatives.append(rf"\.{key}\b")
+    if not alternatives:
+        return None
+    return re.compile("|".join(alternatives))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return []
+    return [item for item in value if isinstance(item, str)]
