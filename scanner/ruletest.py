@@ -7,6 +7,10 @@ In ``fire`` files every line a finding is expected on carries a trailing
 must land on exactly the marked lines; ``pass`` files (near-misses) must produce
 none. Findings of other rules are ignored, so fixtures can stay realistic.
 
+A finding about the cluster as a whole (a ``cluster`` rule such as PG605) has no
+line in the file: it is expected with ``# expect-cluster: PG605`` anywhere in the
+file, by convention in the header comment (``x2`` and lists work the same way).
+
 Audit-only rules run here too (fixtures are live-shaped objects with ``status``),
 judged as of ``FIXTURE_NOW``: a fixture pod created an hour before it has been
 Pending for an hour, whatever the date the tests run on.
@@ -22,12 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.findings import Finding
+from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, scan_paths
 
 FIXTURE_NOW = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)
 """The time fixtures are judged at (CEL ``cluster.now`` = ``2025-06-01T12:00:00Z``)."""
 
-_MARKER = re.compile(r"#\s*expect:\s*(?P<ids>[A-Z0-9 ,x]+?)\s*$")
+_MARKER = re.compile(r"#\s*expect(?P<cluster>-cluster)?:\s*(?P<ids>[A-Z0-9 ,x]+?)\s*$")
+CLUSTER_LINE = 0
+"""Where ``expected``/``actual`` count findings about the cluster (no line of the file)."""
 _ITEM = re.compile(r"^(?P<id>[A-Z][A-Z0-9]*\d{3})(?:\s+x(?P<count>\d+))?$")
 
 
@@ -52,27 +59,35 @@ class FixtureResult:
         extra = sorted((self.actual - self.expected).elements())
         parts = []
         if missing:
-            parts.append(f"expected on line(s) {_lines(missing)} but not found")
+            parts.append(f"expected on {_where(missing)} but not found")
         if extra:
-            parts.append(f"unexpected on line(s) {_lines(extra)}")
+            parts.append(f"unexpected on {_where(extra)}")
         return "; ".join(parts)
 
 
-def _lines(lines: Sequence[int]) -> str:
-    return ", ".join(str(line) for line in lines)
+def _where(lines: Sequence[int]) -> str:
+    """``line(s) 3, 7``, ``the cluster``, or ``line(s) 3 and the cluster``."""
+    numbers = [str(line) for line in lines if line != CLUSTER_LINE]
+    places = [f"line(s) {', '.join(numbers)}"] if numbers else []
+    cluster = len(lines) - len(numbers)
+    if cluster:
+        places.append("the cluster" + (f" ({cluster} findings)" if cluster > 1 else ""))
+    return " and ".join(places)
 
 
 def expected_lines(text: str, rule_id: str) -> Counter[int]:
-    """Line -> number of findings of ``rule_id`` the markers expect there."""
+    """Line -> number of findings of ``rule_id`` the markers expect there
+    (``CLUSTER_LINE`` for ``expect-cluster`` markers)."""
     expected: Counter[int] = Counter()
     for number, line in enumerate(text.splitlines(), start=1):
         marker = _MARKER.search(line)
         if marker is None:
             continue
+        where = CLUSTER_LINE if marker.group("cluster") else number
         for item in marker.group("ids").split(","):
             parsed = _ITEM.match(item.strip())
             if parsed is not None and parsed.group("id") == rule_id:
-                expected[number] += int(parsed.group("count") or 1)
+                expected[where] += int(parsed.group("count") or 1)
     return expected
 
 
@@ -109,12 +124,17 @@ def check_file(
 ) -> FixtureResult:
     report = scan_paths([str(path)], ruleset, repo_root=path.parent, now=FIXTURE_NOW)
     findings = tuple(report.findings)
-    actual = Counter(f.location.line for f in findings if f.rule_id == rule_id)
+    cluster = ClusterScope().uri  # what a scan calls the cluster
+    actual = Counter(
+        CLUSTER_LINE if f.location.uri == cluster else f.location.line
+        for f in findings
+        if f.rule_id == rule_id
+    )
     text = path.read_text(encoding="utf-8", errors="replace")
     expected = expected_lines(text, rule_id)
     problem = ""
     if expect_findings and not expected:
-        problem = f"fire fixture has no '# expect: {rule_id}' marker"
+        problem = f"fire fixture has no '# expect: {rule_id}' (or expect-cluster) marker"
     elif not expect_findings and expected:
         problem = "pass fixture carries expect markers"
     return FixtureResult(rule_id, path, expected, actual, findings, problem)

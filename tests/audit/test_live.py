@@ -47,7 +47,7 @@ def test_live_audit_equals_snapshot_audit(lab: ApiServer, kubeconfig: Path, tmp_
     assert live.returncode == 1, live.stderr
     live_report = report(live)
     # The live-only rules see status, and the URIs name the context (encoded: "@").
-    assert {"PG602", "PG603", "PG604", "PG301"} <= rule_ids(live_report)
+    assert {"PG602", "PG603", "PG604", "PG605", "PG301"} <= rule_ids(live_report)
     assert all(
         f["location"]["uri"].startswith("cluster://admin%40gpu-lab/")
         for f in live_report["findings"]
@@ -181,6 +181,43 @@ def test_forbidden_kind_is_named_with_the_rules_that_did_not_run(pki: Pki, tmp_p
     assert "PG604" not in named  # reads Nodes only
     assert text.returncode == 3
     assert "poolgate: error: cannot list Pod: forbidden" in text.stdout
+
+
+def test_forbidden_admission_policies_stop_pg605(pki: Pki, tmp_path: Path) -> None:
+    """The clean cluster's admission floor cannot be read: PG605 does not run (it
+    would otherwise conclude "no floor" from a list it never got) and says so."""
+    with ApiServer(objects("clean"), pki, TOKEN) as server:
+        config = write_kubeconfig(tmp_path / "kubeconfig", server.url, pki.ca, CONTEXT, token=TOKEN)
+        clean = report(cli("audit", "--kubeconfig", str(config), "--format", "json"))
+        assert "PG605" not in rule_ids(clean)  # the floor is there and Deny-bound
+        server.behaviour.forbidden.add("validatingadmissionpolicies.admissionregistration.k8s.io")
+        result = cli("audit", "--kubeconfig", str(config), "--format", "json")
+    assert result.returncode == 3, result.stdout + result.stderr
+    document = report(result)
+    assert document["summary"]["findings"] == 0
+    [note] = document["notifications"]
+    assert note["level"] == "error"
+    assert note["message"].startswith(
+        "cannot list ValidatingAdmissionPolicy.admissionregistration.k8s.io: forbidden: "
+        "403 Forbidden: "
+    )
+    assert note["message"].endswith("; rules that did not run: PG605")
+
+
+def test_the_cluster_finding_of_the_lab(lab: ApiServer, kubeconfig: Path) -> None:
+    document = report(cli("audit", "--kubeconfig", str(kubeconfig), "--format", "json"))
+    [finding] = [f for f in document["findings"] if f["ruleId"] == "PG605"]
+    assert finding["location"] == {
+        "uri": "cluster://admin%40gpu-lab/_cluster",
+        "line": 1,
+        "column": 1,
+        "path": "",
+    }
+    assert finding["object"]["kind"] == "Cluster"
+    assert finding["message"].endswith(
+        "ValidatingAdmissionPolicy 'gpu-pod-floor' does not count: it is bound with "
+        "validationActions Audit, Warn and not Deny: they report but admit the pod"
+    )
 
 
 def test_forbidden_operator_namespace_configmaps(pki: Pki, tmp_path: Path) -> None:

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from scanner import audit
 from scanner.findings import Finding, Level, Location, Notification, Suppression
 from scanner.inventory import ObjectRef
+from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.reporters import Report, RunStats
 from scanner.reporters.sarif import cluster_uri
+from scanner.sources.resources import RESOURCES
+from scanner.sources.snapshot import Capture
 
 Render = Callable[[Report, str], str]
 SCHEMA = Path(__file__).parent.parent / "schemas" / "sarif-schema-2.1.0.json"
@@ -151,6 +157,35 @@ def test_cluster_locations_have_no_base_and_a_logical_location(
     ]
 
 
+def test_a_finding_about_the_cluster_has_no_file(render: Render) -> None:
+    """PG605 from a real audit: the cluster subject's finding is a valid result whose
+    artifact is the cluster itself and whose logical location is the Cluster."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "train-0", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    }
+    listed = frozenset(resource.key for resource in RESOURCES)
+    capture = Capture("admin@prod", datetime.datetime.now(datetime.UTC), [pod], listed)
+    report, _ = audit.evaluate(capture, load_ruleset(ScanOptions(mode="audit")))
+    run = _run(replace(report, repo_root="/work/repo"), render)
+    [result] = [result for result in run["results"] if result["ruleId"] == "PG605"]
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "PG605"
+    assert result["level"] == "warning"
+    assert result["message"]["text"].startswith("no ValidatingAdmissionPolicy with a Deny binding")
+    [location] = result["locations"]
+    # No %SRCROOT% base: not a file. The context is not a host name, so it is the
+    # first path segment (see test_cluster_uri_keeps_the_context_parsable).
+    assert location["physicalLocation"]["artifactLocation"] == {
+        "uri": "cluster:///admin%40prod/_cluster"
+    }
+    assert location["logicalLocations"] == [
+        {"name": "cluster", "fullyQualifiedName": "Cluster/cluster", "kind": "resource"}
+    ]
+    assert len(result["partialFingerprints"]["poolgate/v1"]) == 32
+
+
 @pytest.mark.parametrize(
     ("uri", "expected"),
     [
@@ -158,6 +193,8 @@ def test_cluster_locations_have_no_base_and_a_logical_location(
         ("cluster://kind-gpu.local/v1/Node/n 1", "cluster://kind-gpu.local/v1/Node/n%201"),
         ("cluster://admin@prod/v1/Node/n", "cluster:///admin%40prod/v1/Node/n"),
         ("cluster://arn:aws:eks:1/v1/Node/n", "cluster:///arn%3Aaws%3Aeks%3A1/v1/Node/n"),
+        ("cluster://admin%40prod/_cluster", "cluster:///admin%40prod/_cluster"),
+        ("cluster://gpu-prod/_cluster", "cluster://gpu-prod/_cluster"),
     ],
 )
 def test_cluster_uri_keeps_the_context_parsable(uri: str, expected: str) -> None:
