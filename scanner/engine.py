@@ -83,7 +83,7 @@ def evaluate(
                 if (
                     guard is not None
                     and rule.id not in iterating_conditions
-                    and guard.rejects(subject.variables)
+                    and guard.rejects(subject.variables, subject.obj.body)
                 ):
                     continue
                 refuse = None
@@ -96,7 +96,7 @@ def evaluate(
                     guard is not None
                     and rule.id in iterating_conditions
                     and refuse is None
-                    and guard.rejects(subject.variables)
+                    and guard.rejects(subject.variables, subject.obj.body)
                 ):
                     continue
                 key = params_keys[rule.id]

@@ -6,18 +6,22 @@ Most conditions begin with a plain flag of the subject (``workload.gpu && ...``,
 microseconds for a pod), only to learn that a non-GPU pod is out of scope for a
 dozen GPU rules. A guard reads the same facts in Python instead.
 
-A condition is split at its top-level ``&&``. Two kinds of conjunct become guards:
+A condition is split at its top-level ``&&``. These conjuncts become guards:
 
-* a **flag**: ``[!]<subject variable>.<field>[.<field>...]`` whose value is a bool
-  in the subject's variables;
+* an **atom**, read on the subject's variables or on ``object``:
+  a flag ``[!]<variable>.<field>[.<field>...]`` whose value is a bool, an equality
+  ``<variable>.<field>... == "text"``, or a membership ``<variable>.<field>... in
+  config.<field>...`` against a list of strings fixed for the run;
+* a **disjunction of atoms** ``(a || b ...)``: false when every atom is;
 * a **constant**: a conjunct that reads only ``config``, ``cluster`` or ``params``,
   evaluated once per run.
 
 A guard only ever answers "false": CEL's ``&&`` is false when any operand is false,
 whatever the others (even an error), so a rule whose guard is false does not match,
 exactly as the whole condition would have decided. Anything else (a flag that is
-not a bool, a missing field, a constant that fails or reads something else) leaves
-the decision to the CEL condition, which still runs in full when no guard is false.
+not a bool, a missing field, a value of another type, a constant that fails or reads
+something else) leaves the decision to the CEL condition, which still runs in full
+when no guard is false.
 """
 
 from __future__ import annotations
@@ -37,30 +41,71 @@ ENGINES: Final = bindings.ENGINES
 """Engines whose activations convert values on first read: guards pay there."""
 
 SUBJECT_VARIABLES: Final = frozenset({"workload", "node", "pool", "sharingConfig", "ns"})
+ROOTS: Final = SUBJECT_VARIABLES | {"object"}
 RUN_VARIABLES: Final = frozenset({"config", "cluster", "params"})
 
-_FLAG = re.compile(r"(!?)\s*([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)+)")
+_PATH = r"([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)+)"
+_FLAG = re.compile(rf"(!?)\s*{_PATH}")
+_EQUALS = re.compile(rf'{_PATH}\s*==\s*"([^"\\]*)"')
+_MEMBER = re.compile(rf"{_PATH}\s+in\s+config((?:\s*\.\s*[A-Za-z_]\w*)+)")
 _IDENTIFIER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(\s*\()?")
 _LITERAL_WORDS: Final = frozenset({"true", "false", "null", "in"})
+_MISSING: Final = object()
+
+
+def _lookup(root: str, fields: tuple[str, ...], variables: Mapping[str, Any], body: Any) -> Any:
+    value: Any = body if root == "object" else variables.get(root, _MISSING)
+    for name in fields:
+        if value.__class__ is not dict:
+            return _MISSING
+        value = value.get(name, _MISSING)
+    return value
+
+
+def _fields(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(".")[1:])
 
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """A conjunct ``[!]variable.a.b``: false when the bool found there says so."""
+    """``[!]variable.a.b``: false when the bool found there says so."""
 
     variable: str
     fields: tuple[str, ...]
     negated: bool
 
-    def is_false(self, variables: Mapping[str, Any]) -> bool:
-        value: Any = variables.get(self.variable)
-        for name in self.fields:
-            if value.__class__ is not dict:
-                return False  # not decided here
-            value = value.get(name)
-        if value.__class__ is not bool:
-            return False
-        return value is self.negated
+    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+        value = _lookup(self.variable, self.fields, variables, body)
+        return value.__class__ is bool and value is self.negated
+
+
+@dataclass(frozen=True, slots=True)
+class Equals:
+    """``variable.a.b == "text"``: false when a string other than ``text`` is there."""
+
+    variable: str
+    fields: tuple[str, ...]
+    text: str
+
+    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+        value = _lookup(self.variable, self.fields, variables, body)
+        return value.__class__ is str and value != self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """``variable.a.b in config.x``: false when a string not in that list is there."""
+
+    variable: str
+    fields: tuple[str, ...]
+    values: frozenset[str]
+
+    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+        value = _lookup(self.variable, self.fields, variables, body)
+        return value.__class__ is str and value not in self.values
+
+
+Atom = Flag | Equals | Member
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +114,15 @@ class Guard:
 
     never: bool
     """A constant conjunct is false: the rule matches nothing in this run."""
-    flags: tuple[Flag, ...]
-    any_of: tuple[tuple[Flag, ...], ...] = ()
-    """Conjuncts ``(flag || flag ...)``: false when every one of their flags is."""
+    flags: tuple[Atom, ...]
+    any_of: tuple[tuple[Atom, ...], ...] = ()
+    """Conjuncts ``(a || b ...)``: false when every one of their atoms is."""
 
-    def rejects(self, variables: Mapping[str, Any]) -> bool:
+    def rejects(self, variables: Mapping[str, Any], body: Any = None) -> bool:
         return (
             self.never
-            or any(flag.is_false(variables) for flag in self.flags)
-            or any(all(flag.is_false(variables) for flag in flags) for flags in self.any_of)
+            or any(atom.is_false(variables, body) for atom in self.flags)
+            or any(all(atom.is_false(variables, body) for atom in atoms) for atoms in self.any_of)
         )
 
 
@@ -168,30 +213,37 @@ def build(
     parts = conjuncts(source)
     if parts is None or len(parts) < 1:
         return None
-    flags: list[Flag] = []
-    any_of: list[tuple[Flag, ...]] = []
+    flags: list[Atom] = []
+    any_of: list[tuple[Atom, ...]] = []
     never = False
     for part in parts:
-        flag = _flag(part)
-        if flag is not None:
-            flags.append(flag)
+        atom = _atom(part, run_values)
+        if atom is not None:
+            flags.append(atom)
         elif _reads_only_run_values(part):
             never = never or _constant_false(part, engine, run_values, params)
         elif (alternatives := disjuncts(part)) is not None and len(alternatives) > 1:
-            either = [_flag(alternative) for alternative in alternatives]
+            either = [_atom(alternative, run_values) for alternative in alternatives]
             if all(either):
-                any_of.append(tuple(flag for flag in either if flag is not None))
+                any_of.append(tuple(atom for atom in either if atom is not None))
     if not never and not flags and not any_of:
         return None
     return Guard(never, tuple(flags), tuple(any_of))
 
 
-def _flag(text: str) -> Flag | None:
-    found = _FLAG.fullmatch(text.strip())
-    if found is None or found.group(2) not in SUBJECT_VARIABLES:
-        return None
-    fields = tuple(name.strip() for name in found.group(3).split(".")[1:])
-    return Flag(found.group(2), fields, found.group(1) == "!")
+def _atom(text: str, run_values: Mapping[str, Any]) -> Atom | None:
+    text = text.strip()
+    if (found := _FLAG.fullmatch(text)) is not None:
+        if found.group(2) in ROOTS:
+            return Flag(found.group(2), _fields(found.group(3)), found.group(1) == "!")
+    elif (found := _EQUALS.fullmatch(text)) is not None:
+        if found.group(1) in ROOTS:
+            return Equals(found.group(1), _fields(found.group(2)), found.group(3))
+    elif (found := _MEMBER.fullmatch(text)) is not None and found.group(1) in ROOTS:
+        values = _lookup("config", _fields(found.group(3)), run_values, None)
+        if isinstance(values, list) and all(isinstance(value, str) for value in values):
+            return Member(found.group(1), _fields(found.group(2)), frozenset(values))
+    return None
 
 
 def _constant_false(

@@ -105,7 +105,7 @@ def test_every_guard_rejection_is_a_false_condition() -> None:
     model = build_model(inventory, ruleset.config)
     run = {"config": ruleset.config.cel_view(), "cluster": {**model.cluster, "now": "2026-01-01"}}
     found = build_guards(ruleset.rules, ruleset.engine, run)
-    assert {"PG103", "PG104", "PG303", "PG101"} <= set(found)
+    assert {"PG103", "PG104", "PG303", "PG101", "PG602"} <= set(found)
     rejected = 0
     for rule in ruleset.rules:
         guard = found.get(rule.id)
@@ -114,7 +114,7 @@ def test_every_guard_rejection_is_a_false_condition() -> None:
         for subject in model.subjects().get(rule.doc.subject, ()):
             if rule.kinds and subject.obj.kind not in rule.kinds:
                 continue
-            if not guard.rejects(subject.variables):
+            if not guard.rejects(subject.variables, subject.obj.body):
                 continue
             data = {
                 **run,
@@ -182,3 +182,31 @@ def test_a_disjunction_of_flags_rejects_only_when_every_flag_is_false() -> None:
     assert not guard.rejects(facts(True, True))
     assert not guard.rejects(facts(False, False))
     assert not guard.rejects(facts(True, None))  # not a bool: CEL decides
+
+
+def test_equality_and_membership_atoms_read_the_object_too() -> None:
+    run = {"config": {"operatorNamespaces": ["gpu-operator"], "mixed": ["a", 1]}, "cluster": {}}
+    source = (
+        '(object.kind == "ClusterPolicy" || object.metadata.namespace in config.operatorNamespaces)'
+        " && object.spec.paused"
+    )
+    guard = build(source, get_engine("cpp"), run, {})
+    assert guard is not None
+    assert guard.any_of == (
+        (
+            guards.Equals("object", ("kind",), "ClusterPolicy"),
+            guards.Member("object", ("metadata", "namespace"), frozenset({"gpu-operator"})),
+        ),
+    )
+
+    def pod(namespace: object) -> dict[str, Any]:
+        return {"kind": "Pod", "metadata": {"namespace": namespace}, "spec": {"paused": True}}
+
+    assert guard.rejects({}, pod("team-a"))
+    assert not guard.rejects({}, pod("gpu-operator"))
+    assert not guard.rejects({}, pod(None))  # not a string: CEL decides
+    assert not guard.rejects({}, {"kind": "Pod", "spec": {"paused": True}})  # no metadata
+    assert not guard.rejects({}, {"kind": "ClusterPolicy", "spec": {"paused": True}})
+    assert guard.rejects({}, {"kind": "ClusterPolicy", "spec": {"paused": False}})
+    # a list that is not all strings is not a membership the guard can decide
+    assert build("object.kind in config.mixed", get_engine("cpp"), run, {}) is None
