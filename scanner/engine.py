@@ -18,7 +18,7 @@ from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
-from scanner.guards import build_guards
+from scanner.guards import Guard, build_guards
 from scanner.inventory import InvalidDocument, KubeObject
 from scanner.model import Subject
 from scanner.rules import Rule
@@ -62,59 +62,84 @@ def evaluate(
         if not rule.builtin:
             by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
     for subject_type, type_rules in by_type.items():
+        # The rules that apply to a subject depend on its kind and whether a
+        # controller stands for it; the list is worked out once per combination.
+        plans: dict[tuple[str, bool], list[_Step]] = {}
         for subject in subjects.get(subject_type, ()):
-            if subject.obj.context_only:
+            obj = subject.obj
+            if obj.context_only:
                 continue
             result.subjects += 1
-            activations: dict[str, Any] = {}
+            variables = subject.variables
             # A workload whose controller is in the run runs that controller's template,
             # which the controller's findings cover: only instance rules look at it.
-            facts = subject.variables.get("workload") if subject.type == "workload" else None
+            facts = variables.get("workload") if subject_type == "workload" else None
             controlled = isinstance(facts, Mapping) and facts.get("controlled") is True
-            for rule in type_rules:
-                if rule.kinds and subject.obj.kind not in rule.kinds:
-                    continue
-                if controlled and not rule.controlled:
-                    continue
-                guard = guards.get(rule.id)
+            body = obj.body
+            steps = plans.get((obj.kind, controlled))
+            if steps is None:
+                steps = plans[(obj.kind, controlled)] = [
+                    _Step(
+                        rule,
+                        guards.get(rule.id),
+                        rule.id in iterating_conditions,
+                        rule.id in iterating,
+                        params_keys[rule.id],
+                    )
+                    for rule in type_rules
+                    if (not rule.kinds or obj.kind in rule.kinds)
+                    and (rule.controlled or not controlled)
+                ]
+            activations: dict[str, Any] = {}
+            for step in steps:
+                rule, guard = step.rule, step.guard
                 # The condition is false, decided without CEL. (An oversized subject is
                 # refused before a condition with comprehensions runs, in _run_rule, so
                 # such a condition is guarded only once the subject's size is known.)
                 if (
                     guard is not None
-                    and rule.id not in iterating_conditions
-                    and guard.rejects(subject.variables, subject.obj.body)
+                    and not step.condition_iterates
+                    and guard.rejects(variables, body)
                 ):
                     continue
                 refuse = None
-                if rule.id in iterating:
-                    body = subject.obj.body
+                if step.iterates:
                     if id(body) not in measured:
                         measured[id(body)] = oversize("object", body)
                     refuse = measured[id(body)]
-                if (
-                    guard is not None
-                    and rule.id in iterating_conditions
-                    and refuse is None
-                    and guard.rejects(subject.variables, subject.obj.body)
-                ):
-                    continue
-                key = params_keys[rule.id]
-                activation = activations.get(key)
+                    if (
+                        guard is not None
+                        and step.condition_iterates
+                        and refuse is None
+                        and guard.rejects(variables, body)
+                    ):
+                        continue
+                activation = activations.get(step.params_key)
                 if activation is None:
                     data = {
                         **globals_,
-                        **subject.variables,
-                        "object": subject.obj.body,
-                        "subjectRef": subject.obj.ref.logical_name,
+                        **variables,
+                        "object": body,
+                        "subjectRef": obj.ref.logical_name,
                     }
                     data["params"] = rule.params
                     data["variables"] = {}
-                    activation = activations[key] = engine.activation(data)
+                    activation = activations[step.params_key] = engine.activation(data)
                 result.findings.extend(
                     _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
                 )
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One rule as the evaluation loop needs it, looked up once per run."""
+
+    rule: Rule
+    guard: Guard | None
+    condition_iterates: bool
+    iterates: bool
+    params_key: str
 
 
 def _run_rule(

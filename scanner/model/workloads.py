@@ -78,13 +78,14 @@ def build_workloads(
     mappings become PG003. ``index`` (all objects of the run) resolves DRA claims;
     without it no claim is found."""
     dra = DraResolver(index)
+    owners: dict[int, KubeObject | None] = {}  # replicas share their ReplicaSet's chain
     workloads: list[Workload] = []
     invalid: list[InvalidDocument] = []
     for obj in objects:
         entry = workload_kind(obj.kind, obj.api_version)
         if entry is None:
             continue
-        controller = top_controller(obj, index) if index is not None else None
+        controller = top_controller(obj, index, owners) if index is not None else None
         for template in entry.templates(obj.body):
             pod_spec, path = template.spec, template.path
             if not isinstance(pod_spec, Mapping):
@@ -120,7 +121,9 @@ def build_workloads(
     return workloads, invalid
 
 
-def top_controller(obj: KubeObject, index: ObjectIndex) -> KubeObject | None:
+def top_controller(
+    obj: KubeObject, index: ObjectIndex, owners: dict[int, KubeObject | None] | None = None
+) -> KubeObject | None:
     """The topmost controller of ``obj`` that is a reportable workload of this run.
 
     Follows ``ownerReferences`` entries with ``controller: true`` (Pod -> ReplicaSet ->
@@ -129,12 +132,18 @@ def top_controller(obj: KubeObject, index: ObjectIndex) -> KubeObject | None:
     findings would never be reported) and, when both sides give one, has the uid the
     reference names (a same-named object recreated since is another object). A chain
     that loops back, or runs deeper than any real one, controls nothing: every object
-    in it is then checked as itself.
+    in it is then checked as itself. ``owners`` memoizes each object's controller
+    across calls.
     """
+    owners = {} if owners is None else owners
     seen = {id(obj)}
     current = obj
     for _ in range(_MAX_OWNER_DEPTH):
-        owner = _controller_owner(current, index)
+        key = id(current)
+        if key in owners:
+            owner = owners[key]
+        else:
+            owner = owners[key] = _controller_owner(current, index)
         if owner is None:
             return None if current is obj else current
         if id(owner) in seen:
