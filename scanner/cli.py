@@ -8,9 +8,7 @@ errors) when nothing else failed; 4 internal error; 130 interrupted.
 from __future__ import annotations
 
 import os
-import platform
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -650,6 +648,9 @@ def _error(message: str) -> None:
 
 def _crash_report() -> None:
     """An unexpected error: a short report to file as a bug, with the last frames only."""
+    import platform  # only here: ~10 ms of every start-up otherwise
+    import traceback
+
     kind, value, _ = sys.exc_info()
     frames = traceback.format_exc().strip().splitlines()[-6:]
     click.echo(

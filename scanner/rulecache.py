@@ -11,32 +11,23 @@ rule, an empty or unreadable cache. A file that fails is never listed, so its er
 are reported on every run.
 
 The cache directory is ``$POOLGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/poolgate``, else
-``~/.cache/poolgate``. It is best effort: when it cannot be read or written, rules are
-validated every time and nothing else changes. It only ever skips work whose result
-is already known for exactly that content; delete it at any time.
+``~/.cache/poolgate`` (``scanner.cachedir``). It is best effort: when it cannot be read
+or written, rules are validated every time and nothing else changes. It only ever
+skips work whose result is already known for exactly that content; delete it at any
+time.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Iterable
-from contextlib import suppress
-from pathlib import Path
 from typing import Final
+
+from scanner.cachedir import cache_dir, write_atomically
 
 FILE_NAME: Final = "validated-rules"
 MAX_ENTRIES: Final = 4096
 """Digests kept; the oldest go first, so the file stays a few hundred kilobytes."""
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("POOLGATE_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "poolgate"
 
 
 def digest(schema: str, text: str) -> str:
@@ -62,15 +53,4 @@ def save(known: list[str], new: Iterable[str]) -> None:
     entries = known + [entry for entry in dict.fromkeys(new) if entry not in seen]
     if len(entries) == len(known):
         return
-    directory = cache_dir()
-    with suppress(OSError):
-        directory.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{FILE_NAME}.")
-        try:
-            with open(descriptor, "w", encoding="ascii") as handle:
-                handle.write("\n".join(entries[-MAX_ENTRIES:]) + "\n")
-            os.replace(temporary, directory / FILE_NAME)
-        except OSError:
-            with suppress(OSError):
-                os.unlink(temporary)
-            raise
+    write_atomically(FILE_NAME, ("\n".join(entries[-MAX_ENTRIES:]) + "\n").encode("ascii"))

@@ -125,6 +125,7 @@ def load_rules(
         if not directory.is_dir():
             problems.append(f"{directory}: rule directory does not exist")
     rulecache.save(known, validated.passed)
+    engine.save_cache()
     if problems:
         raise RuleLoadError(problems)
     return [rules[key] for key in sorted(rules)]

@@ -92,6 +92,10 @@ class Engine(Protocol):
         """Bind ``data`` (variable name -> plain value) once, for many evaluations."""
         ...
 
+    def save_cache(self) -> None:
+        """Keep what this run compiled for the next one (engines without a cache: nothing)."""
+        ...
+
 
 def cpp_available() -> bool:
     try:

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from cel_expr_python import cel
 
 from scanner.cel import VARIABLES, ResultKind
-from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
+from scanner.cel.budget import BUDGET_EXCEEDED, MAX_NESTING, check_nesting
 from scanner.cel.functions import joined
+from scanner.cel.programcache import ProgramCache, identity, key
 from scanner.errors import CelError, CelEvalError
 
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
+
+
+DECLARATIONS: Final = (
+    *(f"var {name}: dyn" for name in VARIABLES),
+    "fn joined_list_string(list(dyn), string) -> string",
+    f"max nesting {MAX_NESTING}",
+)
+"""Everything a compiled program depends on besides its text and the library: a change
+here must change the program cache's identity (scanner/cel/programcache.py)."""
 
 
 def new_env() -> Any:
@@ -109,11 +121,26 @@ class CppEngine:
 
     def __init__(self) -> None:
         self._env = new_env()
+        self._cache = ProgramCache(identity(Path(cel.__file__), DECLARATIONS))
 
     def compile(self, source: str, result: ResultKind) -> CppProgram:
+        """Parse, type-check and nesting-check ``source``, or restore the program an
+        earlier run compiled from exactly this text (programcache.py)."""
+        entry = key(source, result.value)
+        stored = self._cache.get(entry)
+        if stored is not None:
+            try:
+                return CppProgram(source, self._env.deserialize(stored), result)
+            except (RuntimeError, ValueError, TypeError):
+                self._cache.forget(entry)  # unreadable: compile it again
         expression = check(self._env, source, result)
         check_nesting(source)
+        with suppress(RuntimeError, ValueError, TypeError):
+            self._cache.put(entry, expression.serialize())
         return CppProgram(source, expression, result)
+
+    def save_cache(self) -> None:
+        self._cache.save()
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         return self._env.Activation(dict(data))

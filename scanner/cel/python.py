@@ -98,6 +98,9 @@ class PythonEngine:
 
             self._checker = new_env()
 
+    def save_cache(self) -> None:
+        """Nothing to keep: compiling with celpy is cheap next to evaluating with it."""
+
     def compile(self, source: str, result: ResultKind) -> PythonProgram:
         if self._checker is not None:
             from scanner.cel.cpp import check
