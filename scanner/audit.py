@@ -32,6 +32,7 @@ from typing import TextIO
 
 from scanner.findings import Level, Notification
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.reporters import Report
@@ -49,11 +50,13 @@ _SUBJECT_KINDS: dict[str, tuple[str, ...]] = {
     "pool": _POOL_KINDS,
     "namespace": ("Namespace",),
     "sharingConfig": ("ConfigMap",),
-    "cluster": (),
+    "cluster": tuple(sorted(WORKLOAD_KINDS)),
 }
 """Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``). The
-``cluster`` subject is made from none: a cluster rule names the kinds its facts come
-from in ``needs``, so it does not run at all when one of them cannot be read."""
+``cluster`` subject counts the run's GPU workloads, so a workload kind that cannot be
+read leaves a cluster rule partial (and its finding unverified, never resolved, in
+drift); a cluster rule names the other kinds its facts come from in ``needs``, so it
+does not run at all when one of them cannot be read."""
 
 ALL_KINDS: frozenset[str] = frozenset(resource.kind for resource in RESOURCES)
 
@@ -199,6 +202,7 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     blocked: set[str] = set()
     unseen: set[tuple[str, str]] = set()
     missing: dict[KindKey, list[Unavailable]] = {}
+    cluster_rules = {rule.id for rule in rules if rule.doc.subject == "cluster"}
     for item in capture.unavailable:
         missing.setdefault(item.key, []).append(item)
     if capture.listed is not None:
@@ -218,6 +222,10 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
         )
         blocked.update(stopped)
         unseen.update((rule_id, kind) for rule_id in [*stopped, *partial])
+        # A cluster rule's finding is on the cluster, whatever kind hid part of it.
+        unseen.update(
+            (rule_id, CLUSTER_KIND) for rule_id in [*stopped, *partial] if rule_id in cluster_rules
+        )
         notes.append(Notification(Level.ERROR, _unavailable_message(key, items, stopped, partial)))
     if capture.listed is None:
         present = snapshot.kinds_present(capture.objects)

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from scanner import audit
+from scanner import audit, drift
 from scanner.config import Config, Require
 from scanner.findings import Finding
+from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.reporters import Report, writer_for
 from scanner.sources.resources import RESOURCES
@@ -176,6 +177,20 @@ def test_forbidden_policies_stop_the_rule_with_a_notification() -> None:
     assert "did not run on ValidatingAdmissionPolicy objects" not in note.message
 
 
+def test_forbidden_pods_leave_pg605_unverified_not_resolved() -> None:
+    """The GPU workloads PG605 counts may be the pods it could not list: last night's
+    finding must not turn into "resolved" in drift."""
+    denied = Unavailable("", "Pod", "forbidden", "403 Forbidden")
+    report, covered = run(listed=EVERY_KIND - {denied.key}, unavailable=(denied,))
+    assert pg605(report) == []
+    [note] = report.notifications
+    assert note.message.startswith("cannot list Pod: forbidden")
+    assert "PG605" in note.message.split("rules that did not run on Pod objects: ")[1]
+    assert ("PG605", "Cluster") in covered.unseen
+    checked = drift.checker({"PG605"}, covered.unseen)
+    assert not checked("PG605", "Cluster")
+
+
 def test_a_dump_without_admission_kinds_does_not_run_the_rule() -> None:
     """A `kubectl get` dump cannot say "there are none": PG605 needs both kinds in it."""
     report, covered = run(GPU_POD, listed=None)
@@ -195,7 +210,8 @@ def test_the_audit_lists_the_admission_kinds_for_pg605() -> None:
         ("", "Pod"),
         ("apps", "Deployment"),
     } <= planned
-    assert audit.subject_kinds(rules[0]) == frozenset()
+    # The GPU workloads it counts: a 403 on one of them leaves it partial, not blocked.
+    assert audit.subject_kinds(rules[0]) == WORKLOAD_KINDS
 
 
 def test_pg605_does_not_run_in_scan() -> None:
