@@ -62,23 +62,26 @@ def evaluate(
         if not rule.builtin:
             by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
     for subject_type, type_rules in by_type.items():
-        # The rules that apply to a subject depend on its kind and whether a
-        # controller stands for it; the list is worked out once per combination.
-        plans: dict[tuple[str, bool], list[_Step]] = {}
+        # The rules that apply to a subject depend on its kind and on the kind of the
+        # controller that stands for it; the list is worked out once per combination.
+        plans: dict[tuple[str, str], list[_Step]] = {}
         for subject in subjects.get(subject_type, ()):
             obj = subject.obj
             if obj.context_only:
                 continue
             result.subjects += 1
             variables = subject.variables
-            # A workload whose controller is in the run runs that controller's template,
-            # which the controller's findings cover: only instance rules look at it.
+            # A controlled workload runs its controller's current template, which the
+            # controller's findings cover: a rule that reports on the controller's kind
+            # skips it, unless it checks running instances.
             facts = variables.get("workload") if subject_type == "workload" else None
-            controlled = isinstance(facts, Mapping) and facts.get("controlled") is True
+            controller = ""
+            if isinstance(facts, Mapping) and facts.get("controlled") is True:
+                controller = str(facts.get("controller", "")).partition("/")[0]
             body = obj.body
-            steps = plans.get((obj.kind, controlled))
+            steps = plans.get((obj.kind, controller))
             if steps is None:
-                steps = plans[(obj.kind, controlled)] = [
+                steps = plans[(obj.kind, controller)] = [
                     _Step(
                         rule,
                         guards.get(rule.id),
@@ -88,7 +91,11 @@ def evaluate(
                     )
                     for rule in type_rules
                     if (not rule.kinds or obj.kind in rule.kinds)
-                    and (rule.controlled or not controlled)
+                    and not (
+                        controller
+                        and not rule.controlled
+                        and (not rule.kinds or controller in rule.kinds)
+                    )
                 ]
             activations: dict[str, Any] = {}
             for step in steps:

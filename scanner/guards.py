@@ -22,6 +22,11 @@ exactly as the whole condition would have decided. Anything else (a flag that is
 not a bool, a missing field, a value of another type, a constant that fails or reads
 something else) leaves the decision to the CEL condition, which still runs in full
 when no guard is false.
+
+One difference remains, on values cel-cpp cannot represent at all (an integer past
+int64, a map key that is null): the engine converts a whole variable when an
+expression first reads it and fails the rule on such a value, where a guard reads
+one field. A rule a guard rejects then reports no error for that subject.
 """
 
 from __future__ import annotations

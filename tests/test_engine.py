@@ -204,12 +204,20 @@ def test_controlled_workloads_run_only_instance_rules() -> None:
     subjects = {
         "workload": [
             Subject("workload", make_obj("api"), {"workload": {"controlled": False}}),
-            Subject("workload", make_obj("api-x1", "Pod"), {"workload": {"controlled": True}}),
+            Subject(
+                "workload",
+                make_obj("api-x1", "Pod"),
+                {"workload": {"controlled": True, "controller": "Deployment/api"}},
+            ),
         ]
     }
-    findings = evaluate([template_rule, instance_rule], subjects, FakeEngine(), {}).findings
+    # A rule that never reports on the controller's kind would leave the pod unchecked.
+    pod_rule = Rule(doc("PG902"), True, frozenset({"Pod"}), violations=violation)
+    rules = [template_rule, instance_rule, pod_rule]
+    findings = evaluate(rules, subjects, FakeEngine(), {}).findings
     assert sorted((f.rule_id, f.ref.name) for f in findings if f.ref) == [
         ("PG900", "api"),
         ("PG901", "api"),
         ("PG901", "api-x1"),
+        ("PG902", "api-x1"),
     ]

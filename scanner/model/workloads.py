@@ -23,12 +23,12 @@
 * ``draClaims``: the pod's DRA ``resourceClaims`` resolved to ResourceClaims and
   ResourceClaimTemplates (see ``scanner.model.dra``), and ``gpuViaDra``: whether
   one of them requests a GPU DeviceClass (``gpu`` is then true as well);
-* ``controlled`` and ``controller``: whether the object's controller (its
-  ``ownerReferences`` entry with ``controller: true``) is a workload of this run, and
-  the top one of that chain as ``Kind/name`` (a Pod of a ReplicaSet of a Deployment:
-  ``Deployment/api``; ``""`` when not controlled). A controlled workload runs its
-  controller's pod template, which the controller's own findings already cover, so
-  rules skip it unless they check running instances (``match.controlled: include``);
+* ``controlled`` and ``controller``: whether the object is a live object running
+  the current pod template of a controller in the same audit, and the top one of
+  that chain as ``Kind/name`` (a Pod of a ReplicaSet of a Deployment:
+  ``Deployment/api``; ``""`` when not controlled). Template rules skip controlled
+  workloads, whose controller's findings already cover them, unless they check
+  running instances (``match.controlled: include``); see ``scanner.model.controllers``;
 * ``pending``: a Pod whose ``status.phase`` is ``Pending`` (false for templates).
 
 Which kinds carry pod templates, and where, is the table in ``scanner.kinds``.
@@ -43,6 +43,7 @@ from typing import Any
 
 from scanner.inventory import InvalidDocument, KubeObject, join_path
 from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, workload_kind
+from scanner.model.controllers import attach_controllers
 from scanner.model.dra import DraResolver
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
@@ -78,14 +79,12 @@ def build_workloads(
     mappings become PG003. ``index`` (all objects of the run) resolves DRA claims;
     without it no claim is found."""
     dra = DraResolver(index)
-    owners: dict[int, KubeObject | None] = {}  # replicas share their ReplicaSet's chain
     workloads: list[Workload] = []
     invalid: list[InvalidDocument] = []
     for obj in objects:
         entry = workload_kind(obj.kind, obj.api_version)
         if entry is None:
             continue
-        controller = top_controller(obj, index, owners) if index is not None else None
         for template in entry.templates(obj.body):
             pod_spec, path = template.spec, template.path
             if not isinstance(pod_spec, Mapping):
@@ -113,70 +112,10 @@ def build_workloads(
                 container_fields=template.container_fields,
                 dra=dra,
             )
-            facts["controlled"] = controller is not None
-            facts["controller"] = (
-                f"{controller.kind}/{controller.name}" if controller is not None else ""
-            )
             workloads.append(Workload(obj, facts))
+    if index is not None:
+        attach_controllers(workloads, index)
     return workloads, invalid
-
-
-def top_controller(
-    obj: KubeObject, index: ObjectIndex, owners: dict[int, KubeObject | None] | None = None
-) -> KubeObject | None:
-    """The topmost controller of ``obj`` that is a reportable workload of this run.
-
-    Follows ``ownerReferences`` entries with ``controller: true`` (Pod -> ReplicaSet ->
-    Deployment, Pod -> Job -> CronJob) within the object's namespace. An owner counts
-    only when it is in the run, carries a pod template, is not ``--context`` (its
-    findings would never be reported) and, when both sides give one, has the uid the
-    reference names (a same-named object recreated since is another object). A chain
-    that loops back, or runs deeper than any real one, controls nothing: every object
-    in it is then checked as itself. ``owners`` memoizes each object's controller
-    across calls.
-    """
-    owners = {} if owners is None else owners
-    seen = {id(obj)}
-    current = obj
-    for _ in range(_MAX_OWNER_DEPTH):
-        key = id(current)
-        if key in owners:
-            owner = owners[key]
-        else:
-            owner = owners[key] = _controller_owner(current, index)
-        if owner is None:
-            return None if current is obj else current
-        if id(owner) in seen:
-            return None
-        seen.add(id(owner))
-        current = owner
-    return None
-
-
-_MAX_OWNER_DEPTH = 8
-"""Controller chains are two or three deep (Pod, ReplicaSet, Deployment)."""
-
-
-def _controller_owner(obj: KubeObject, index: ObjectIndex) -> KubeObject | None:
-    references = obj.metadata.get("ownerReferences")
-    if not isinstance(references, list):
-        return None
-    for reference in references:
-        if not isinstance(reference, Mapping) or reference.get("controller") is not True:
-            continue
-        kind, name = reference.get("kind"), reference.get("name")
-        if not isinstance(kind, str) or not isinstance(name, str):
-            return None
-        owner = index.get(kind, obj.namespace, name)
-        if owner is None or owner.context_only:
-            return None
-        if workload_kind(owner.kind, owner.api_version) is None:
-            return None
-        uid, owner_uid = reference.get("uid"), owner.metadata.get("uid")
-        if isinstance(uid, str) and isinstance(owner_uid, str) and uid != owner_uid:
-            return None
-        return owner
-    return None
 
 
 def workload_facts(
@@ -222,7 +161,7 @@ def workload_facts(
         "selectedLabels": selected_labels(pod_spec),
         "tolerations": [t for t in _list(pod_spec.get("tolerations")) if isinstance(t, Mapping)],
         "pending": obj.kind == "Pod" and _phase(obj.body) == "Pending",
-        "controlled": False,  # build_workloads resolves controllers
+        "controlled": False,  # scanner.model.controllers resolves them
         "controller": "",
     }
 

@@ -1,5 +1,5 @@
-"""Controlled workloads: a Pod of a ReplicaSet of a Deployment runs the Deployment's
-template, so ``workload.controlled`` says so and names the top controller."""
+"""Controlled workloads (scanner/model/controllers.py): only live objects, only the
+edges built-in controllers make, only while the object runs the current template."""
 
 from __future__ import annotations
 
@@ -8,100 +8,152 @@ from typing import Any
 
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
-from scanner.model.workloads import build_workloads, top_controller
+from scanner.model.workloads import build_workloads
 
 SPEC = {"containers": [{"name": "app", "image": "ghcr.io/x/app:1"}]}
+GROUPS = {"Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch"}
 
 
-def obj(kind: str, name: str, owner: tuple[str, str, str] | None = None, **meta: Any) -> KubeObject:
-    api = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1"}.get(kind, "v1")
-    metadata: dict[str, Any] = {"name": name, "namespace": "ml", "uid": f"uid-{name}", **meta}
+def obj(
+    kind: str,
+    name: str,
+    owner: tuple[str, str] | None = None,
+    *,
+    source: str = "cluster",
+    labels: dict[str, str] | None = None,
+    template_labels: dict[str, str] | None = None,
+    uid: str | None = None,
+    group: str | None = None,
+    **body: Any,
+) -> KubeObject:
+    api = f"{GROUPS[kind]}/v1" if kind in GROUPS else "v1"
+    metadata: dict[str, Any] = {"name": name, "namespace": "ml", "uid": f"uid-{name}"}
+    if labels:
+        metadata["labels"] = labels
     if owner is not None:
-        owner_kind, owner_name, uid = owner
+        owner_kind, owner_name = owner
+        owner_group = GROUPS.get(owner_kind, "") if group is None else group
         metadata["ownerReferences"] = [
             {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "u"},  # not the controller
-            {"kind": owner_kind, "name": owner_name, "uid": uid, "controller": True},
+            {
+                "apiVersion": f"{owner_group}/v1" if owner_group else "v1",
+                "kind": owner_kind,
+                "name": owner_name,
+                "uid": uid or f"uid-{owner_name}",
+                "controller": True,
+            },
         ]
-    body: dict[str, Any] = {"apiVersion": api, "kind": kind, "metadata": metadata}
-    body["spec"] = SPEC if kind == "Pod" else {"template": {"spec": SPEC}}
-    if kind == "Node":
-        body["spec"] = {}
-    return KubeObject(body, Origin("cluster://test"), LineMap({}))
+    document: dict[str, Any] = {"apiVersion": api, "kind": kind, "metadata": metadata, **body}
+    if kind == "Pod":
+        document.setdefault("spec", SPEC)
+    elif kind != "Node":
+        template = {"metadata": {"labels": template_labels or {}}, "spec": SPEC}
+        document.setdefault("spec", {"template": template})
+    return KubeObject(document, Origin("cluster://test", source_type=source), LineMap({}))
 
 
-def controllers(*objects: KubeObject) -> dict[str, tuple[bool, str]]:
+def controllers(*objects: KubeObject) -> dict[str, str]:
     workloads, _ = build_workloads(objects, ObjectIndex(objects))
-    return {w.obj.name: (w.facts["controlled"], w.facts["controller"]) for w in workloads}
+    assert all(w.facts["controlled"] is bool(w.facts["controller"]) for w in workloads)
+    return {w.obj.name: w.facts["controller"] for w in workloads}
 
 
-def test_the_chain_is_followed_to_its_top_controller() -> None:
-    found = controllers(
-        obj("Deployment", "api"),
-        obj("ReplicaSet", "api-6d9f", ("Deployment", "api", "uid-api")),
-        obj("Pod", "api-6d9f-x1", ("ReplicaSet", "api-6d9f", "uid-api-6d9f")),
-        obj("Job", "eval"),
-        obj("Pod", "eval-q7", ("Job", "eval", "uid-eval")),
+HASH = {"pod-template-hash": "6d9f"}
+
+
+def deployment_chain(**pod: Any) -> tuple[KubeObject, ...]:
+    return (
+        obj("Deployment", "api", template_labels={"app": "api"}),
+        obj(
+            "ReplicaSet", "api-6d9f", ("Deployment", "api"), template_labels={"app": "api", **HASH}
+        ),
+        obj("Pod", "api-6d9f-x1", ("ReplicaSet", "api-6d9f"), labels={"app": "api", **HASH}, **pod),
     )
-    assert found == {
-        "api": (False, ""),
-        "api-6d9f": (True, "Deployment/api"),
-        "api-6d9f-x1": (True, "Deployment/api"),
-        "eval": (False, ""),
-        "eval-q7": (True, "Job/eval"),
+
+
+def test_a_deployment_stands_for_its_current_replicaset_and_pods() -> None:
+    assert controllers(*deployment_chain()) == {
+        "api": "",
+        "api-6d9f": "Deployment/api",
+        "api-6d9f-x1": "Deployment/api",
     }
 
 
-def test_an_owner_that_is_not_there_or_not_the_same_object_does_not_control() -> None:
+def test_manifests_are_never_controlled() -> None:
+    """A pull request could otherwise exempt any workload by naming a controller."""
+    files = [
+        obj("Deployment", "api", template_labels={"app": "api"}, source="file"),
+        obj("Pod", "p", ("ReplicaSet", "rs"), source="file"),
+        obj(
+            "ReplicaSet", "rs", ("Deployment", "api"), template_labels={"app": "api"}, source="file"
+        ),
+    ]
+    assert set(controllers(*files).values()) == {""}
+    live_pod = obj("Pod", "live", ("ReplicaSet", "rs"))
+    assert controllers(files[2], live_pod)["live"] == ""  # a file is no controller either
+
+
+def test_an_old_replicaset_whose_template_moved_on_is_checked_as_itself() -> None:
+    old_labels = {"app": "api", "pod-template-hash": "5c2a"}
+    old_template = {"metadata": {"labels": old_labels}, "spec": {"containers": [{"name": "old"}]}}
     found = controllers(
-        obj("ReplicaSet", "api-6d9f"),
-        obj("Pod", "absent", ("ReplicaSet", "gone", "uid-gone")),
-        obj("Pod", "recreated", ("ReplicaSet", "api-6d9f", "uid-of-an-older-one")),
-        obj("Pod", "no-uid", ("ReplicaSet", "api-6d9f", "")),
+        obj("Deployment", "api", template_labels={"app": "api"}),
+        obj("ReplicaSet", "api-5c2a", ("Deployment", "api"), spec={"template": old_template}),
+        obj("Pod", "api-5c2a-z", ("ReplicaSet", "api-5c2a"), labels=old_labels),
+        obj("Pod", "stale", ("ReplicaSet", "api-5c2a"), labels={"pod-template-hash": "0000"}),
     )
-    assert found["absent"] == (False, "")
-    assert found["recreated"] == (False, "")
-    assert found["no-uid"] == (False, "")  # "" is a uid that does not match either
+    assert found == {"api": "", "api-5c2a": "", "api-5c2a-z": "ReplicaSet/api-5c2a", "stale": ""}
 
 
-def test_only_workload_owners_in_the_same_namespace_and_reported_count() -> None:
-    node = obj("Node", "gpu-1")  # static (mirror) pods name their Node as controller
-    other_namespace = obj("ReplicaSet", "web")
-    other_namespace = replace(
-        other_namespace,
-        body={**other_namespace.body, "metadata": {"name": "web", "namespace": "other"}},
+def test_statefulset_pods_count_only_at_the_update_revision() -> None:
+    status = {"status": {"updateRevision": "web-7f8"}}
+    found = controllers(
+        obj("StatefulSet", "web", **status),
+        obj("Pod", "web-0", ("StatefulSet", "web"), labels={"controller-revision-hash": "web-7f8"}),
+        obj("Pod", "web-1", ("StatefulSet", "web"), labels={"controller-revision-hash": "web-111"}),
     )
-    context = replace(obj("ReplicaSet", "ctx"), context_only=True)
+    assert found == {"web": "", "web-0": "StatefulSet/web", "web-1": ""}
+
+
+def test_ondelete_daemonset_pods_are_checked_as_themselves() -> None:
+    template = {"metadata": {"labels": {}}, "spec": SPEC}
+    rolling = obj("DaemonSet", "dcgm", spec={"template": template})
+    on_delete = obj(
+        "DaemonSet", "old", spec={"template": template, "updateStrategy": {"type": "OnDelete"}}
+    )
+    rolling.body["apiVersion"] = on_delete.body["apiVersion"] = "apps/v1"
+    found = controllers(
+        rolling,
+        on_delete,
+        obj("Pod", "dcgm-1", ("DaemonSet", "dcgm"), group="apps"),
+        obj("Pod", "old-1", ("DaemonSet", "old"), group="apps"),
+    )
+    assert found["dcgm-1"] == "DaemonSet/dcgm"
+    assert found["old-1"] == ""
+
+
+def test_only_built_in_edges_with_the_right_group_uid_and_a_template() -> None:
     objects = (
-        node,
-        other_namespace,
-        context,
-        obj("Pod", "static", ("Node", "gpu-1", "uid-gpu-1")),
-        obj("Pod", "web-1", ("ReplicaSet", "web", "uid-web")),
-        obj("Pod", "ctx-1", ("ReplicaSet", "ctx", "uid-ctx")),
+        obj("Deployment", "api", template_labels={"app": "api"}),
+        obj("Job", "eval"),
+        obj("Node", "gpu-1"),  # static (mirror) pods name their Node
+        obj("Deployment", "empty", spec={}),  # produced no workload
+        obj("Pod", "on-deployment", ("Deployment", "api")),  # no controller makes this
+        obj("Pod", "on-node", ("Node", "gpu-1")),
+        obj("Pod", "wrong-group", ("Job", "eval"), group="apps"),
+        obj("Pod", "wrong-uid", ("Job", "eval"), uid="uid-of-an-older-eval"),
+        obj("Pod", "absent", ("Job", "gone")),
+        obj("ReplicaSet", "on-empty", ("Deployment", "empty")),
+        obj("Pod", "eval-1", ("Job", "eval")),
     )
     found = controllers(*objects)
-    assert found["static"] == (False, "")
-    assert found["web-1"] == (False, "")
-    assert found["ctx-1"] == (False, "")  # --context objects are never reported on
+    assert found["eval-1"] == "Job/eval"
+    for name in ("on-deployment", "on-node", "wrong-group", "wrong-uid", "absent", "on-empty"):
+        assert found[name] == "", name
 
 
-def test_an_ownership_loop_controls_nothing() -> None:
-    """Otherwise every object in the loop would be skipped and none checked."""
-    first = obj("ReplicaSet", "a", ("ReplicaSet", "b", "uid-b"))
-    second = obj("ReplicaSet", "b", ("ReplicaSet", "a", "uid-a"))
-    pod = obj("Pod", "p", ("ReplicaSet", "a", "uid-a"))
-    itself = obj("ReplicaSet", "self", ("ReplicaSet", "self", "uid-self"))
-    assert top_controller(first, ObjectIndex([first, second])) is None
-    assert controllers(first, second, pod, itself) == {
-        "a": (False, ""),
-        "b": (False, ""),
-        "p": (False, ""),
-        "self": (False, ""),
-    }
-
-
-def test_manifests_without_owners_are_not_controlled() -> None:
-    assert controllers(obj("Deployment", "api"), obj("Pod", "bare")) == {
-        "api": (False, ""),
-        "bare": (False, ""),
-    }
+def test_a_context_only_controller_stands_for_nothing() -> None:
+    deployment, replicaset, pod = deployment_chain()
+    found = controllers(replace(deployment, context_only=True), replicaset, pod)
+    assert found["api-6d9f"] == ""  # its findings would never be reported
+    assert found["api-6d9f-x1"] == "ReplicaSet/api-6d9f"

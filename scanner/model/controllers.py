@@ -1,0 +1,167 @@
+"""Controlled workloads: live objects that run a pod template another live object owns.
+
+A live dump holds each Deployment, its ReplicaSets and every replica pod. A workload
+is *controlled* when its controller (the ``ownerReferences`` entry with ``controller:
+true``) is a workload of the same audit that made it from the same template; template
+rules then report on the top controller only (``workload.controlled``,
+``workload.controller``), and rules about running instances opt in with
+``match.controlled: include``.
+
+Only what Kubernetes' own controllers do counts, and only where the template the
+object runs is the controller's current one:
+
+* only objects read from a cluster (an audit or a snapshot): a manifest in a pull
+  request is always checked as itself, so an ``ownerReferences`` entry written into
+  it exempts nothing;
+* only the edges the built-in controllers create, with the API group checked: a Pod
+  owned by a ReplicaSet, StatefulSet, DaemonSet or Job (``apps``/``batch``), a
+  ReplicaSet owned by a Deployment; the owner must be in the same namespace, have the
+  uid the reference names, be reported on (not ``--context``) and have produced a
+  workload (a valid pod template);
+* the object must run the owner's current template: a ReplicaSet climbs to its
+  Deployment only while their templates agree (an old ReplicaSet of a rollout that
+  moved on is checked as itself); a Pod of a ReplicaSet must carry its
+  ``pod-template-hash``, a Pod of a StatefulSet its ``status.updateRevision`` as
+  ``controller-revision-hash``; Pods of a DaemonSet with the ``OnDelete`` update
+  strategy may run any old template and are checked as themselves.
+
+What this cannot tell apart: a pod someone with ``create`` on pods wrote with a
+controller reference copied from a real one (uid and labels included). Admission is
+the defence there (PG605's floor, Pod Security); instance rules still see the pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from scanner.inventory import KubeObject
+from scanner.model.index import ObjectIndex
+from scanner.sources.snapshot import SOURCE_TYPE as LIVE
+
+CONTROLLER_EDGES: Final[Mapping[str, frozenset[tuple[str, str]]]] = {
+    "Pod": frozenset(
+        {("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job")}
+    ),
+    "ReplicaSet": frozenset({("apps", "Deployment")}),
+}
+"""Controlled kind -> the (API group, kind) of the controllers that create it."""
+
+TEMPLATE_HASH: Final = "pod-template-hash"
+REVISION_HASH: Final = "controller-revision-hash"
+
+
+def attach_controllers(workloads: Sequence[Any], index: ObjectIndex) -> None:
+    """Set ``controlled`` and ``controller`` on every workload's facts."""
+    producing = {id(workload.obj) for workload in workloads}
+    owners: dict[int, KubeObject | None] = {}
+    for workload in workloads:
+        top = top_controller(workload.obj, index, producing, owners)
+        workload.facts["controlled"] = top is not None
+        workload.facts["controller"] = f"{top.kind}/{top.name}" if top is not None else ""
+
+
+def top_controller(
+    obj: KubeObject,
+    index: ObjectIndex,
+    producing: set[int] | None = None,
+    owners: dict[int, KubeObject | None] | None = None,
+) -> KubeObject | None:
+    """The topmost controller of ``obj`` under the rules in the module docstring.
+
+    ``producing``: ids of the objects that produced a workload (None: any workload
+    kind counts); ``owners`` memoizes each object's controller across calls.
+    """
+    owners = {} if owners is None else owners
+    current = obj
+    for _ in range(_MAX_DEPTH):
+        key = id(current)
+        if key not in owners:
+            owners[key] = controller_of(current, index, producing)
+        owner = owners[key]
+        if owner is None:
+            break
+        current = owner
+    return None if current is obj else current
+
+
+_MAX_DEPTH: Final = 2
+"""Pod -> ReplicaSet -> Deployment is the longest chain of built-in controllers."""
+
+
+def controller_of(
+    obj: KubeObject, index: ObjectIndex, producing: set[int] | None = None
+) -> KubeObject | None:
+    """The controller whose current template ``obj`` runs, or None."""
+    edges = CONTROLLER_EDGES.get(obj.kind)
+    if edges is None or obj.origin.source_type != LIVE:
+        return None
+    reference = _controller_reference(obj)
+    if reference is None:
+        return None
+    group, kind, name, uid = reference
+    if (group, kind) not in edges:
+        return None
+    owner = index.get(kind, obj.namespace, name)
+    if (
+        owner is None
+        or owner.context_only
+        or owner.origin.source_type != LIVE
+        or _group(owner.api_version) != group
+        or owner.metadata.get("uid") != uid
+        or (producing is not None and id(owner) not in producing)
+    ):
+        return None
+    return owner if _runs_current_template(obj, owner) else None
+
+
+def _controller_reference(obj: KubeObject) -> tuple[str, str, str, str] | None:
+    references = obj.metadata.get("ownerReferences")
+    if not isinstance(references, list):
+        return None
+    for reference in references:
+        if isinstance(reference, Mapping) and reference.get("controller") is True:
+            api_version, kind = reference.get("apiVersion"), reference.get("kind")
+            name, uid = reference.get("name"), reference.get("uid")
+            if all(isinstance(value, str) and value for value in (api_version, kind, name, uid)):
+                return _group(str(api_version)), str(kind), str(name), str(uid)
+            return None
+    return None
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _runs_current_template(obj: KubeObject, owner: KubeObject) -> bool:
+    if owner.kind == "Deployment":  # obj is a ReplicaSet
+        return bool(_template(obj, without=TEMPLATE_HASH) == _template(owner))
+    labels = _labels(obj.metadata)
+    if owner.kind == "ReplicaSet":
+        wanted = _labels(_mapping(_mapping(owner.body.get("spec")).get("template")).get("metadata"))
+        return TEMPLATE_HASH not in wanted or labels.get(TEMPLATE_HASH) == wanted[TEMPLATE_HASH]
+    if owner.kind == "StatefulSet":
+        revision = _mapping(owner.body.get("status")).get("updateRevision")
+        return isinstance(revision, str) and labels.get(REVISION_HASH) == revision
+    if owner.kind == "DaemonSet":
+        strategy = _mapping(_mapping(owner.body.get("spec")).get("updateStrategy")).get("type")
+        return strategy != "OnDelete"
+    return True  # a Job's template cannot change
+
+
+def _template(obj: KubeObject, without: str = "") -> Any:
+    """``spec.template`` with its labels normalized, less the label ``without``."""
+    template = dict(_mapping(_mapping(obj.body.get("spec")).get("template")))
+    metadata = dict(_mapping(template.get("metadata")))
+    metadata["labels"] = {k: v for k, v in _labels(metadata).items() if k != without}
+    template["metadata"] = metadata
+    return template
+
+
+def _labels(metadata: object) -> dict[str, Any]:
+    labels = _mapping(metadata).get("labels")
+    return dict(labels) if isinstance(labels, Mapping) else {}
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
