@@ -83,7 +83,7 @@ class Finding:
         else:
             identity = f"{self.location.uri}|{self.message}"
         text = f"{self.rule_id}|{identity}|{self.location.path}"
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     @property
     def sort_key(self) -> tuple[str, int, int, str, str]:

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from scanner.errors import PoolgateError
+from scanner.sources import surrogates
 from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
 
 IN_CLUSTER = "in-cluster"
@@ -379,7 +380,9 @@ def _decode(data: bytes) -> dict[str, Any]:
     value = json.loads(data)
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
-    return value
+    if surrogates.may_hold(data):
+        value = surrogates.replaced(value)
+    return value  # type: ignore[no-any-return]
 
 
 def _status_message(status: int, data: bytes) -> str:

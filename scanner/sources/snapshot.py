@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin
+from scanner.sources import surrogates
 from scanner.sources.yamldoc import collector_paused
 
 SCHEME = "cluster://"
@@ -217,7 +218,10 @@ def read(path: str, context: str | None = None) -> Capture:
     # A snapshot of a large cluster is millions of dicts that all survive: without the
     # pause the collector rescans the growing heap on every allocation burst.
     with collector_paused():
-        return _capture(path, context, _parse(path, text))
+        documents = _parse(path, text)
+        if surrogates.may_hold(text):
+            documents = surrogates.replaced(documents)
+        return _capture(path, context, documents)
 
 
 def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:

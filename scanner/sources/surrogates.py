@@ -1,0 +1,35 @@
+"""Lone UTF-16 surrogates from JSON escapes, replaced as the API server would.
+
+JSON may spell a character as ``\\ud800`` without its pair; ``json.loads`` then
+returns a Python string no UTF-8 output can hold, and every report crashed on it.
+Kubernetes stores UTF-8, so a real API server never sends one; a hand-made or
+hostile snapshot can. Such strings get U+FFFD, as Go's encoding does for invalid
+text. The walk runs only when the raw text holds a surrogate escape at all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+_ESCAPE: Final = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE: Final = re.compile("[\ud800-\udfff]")
+REPLACEMENT: Final = "\ufffd"
+
+
+def may_hold(text: str | bytes) -> bool:
+    """Whether ``text`` (JSON or YAML) spells a surrogate with an escape."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return _ESCAPE.search(text) is not None
+
+
+def replaced(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) as U+FFFD."""
+    if isinstance(value, str):
+        return _LONE.sub(REPLACEMENT, value)
+    if isinstance(value, list):
+        return [replaced(item) for item in value]
+    if isinstance(value, dict):
+        return {replaced(key): replaced(item) for key, item in value.items()}
+    return value
