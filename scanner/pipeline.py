@@ -178,7 +178,8 @@ def evaluate_inventory(
     default: a scan of manifests."""
     # The model's facts and the findings live to the end of the run, like the
     # inventory: collecting cycles among them only rescans them (~6% of an audit).
-    with collector_paused():
+    # Not frozen afterwards: `rules test` and library callers evaluate many times.
+    with collector_paused(freeze=False):
         model = build_model(inventory, ruleset.config, scope)
         return _evaluate_model(inventory, model, ruleset, repo_root, context_notes, now)
 
@@ -210,6 +211,7 @@ def _evaluate_model(
         _RefLookup(inventory),
     )
     findings.extend(evaluation.findings)
+    ruleset.engine.save_cache()  # programs the evaluation compiled (bound rules, guards)
     notifications = [
         Notification(Level.ERROR, error.message, uri=error.uri) for error in inventory.read_errors
     ]

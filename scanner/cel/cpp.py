@@ -11,7 +11,8 @@ from typing import Any, Final
 
 from cel_expr_python import cel
 
-from scanner.cel import VARIABLES, ResultKind
+from scanner import __version__
+from scanner.cel import VARIABLES, ResultKind, budget
 from scanner.cel.budget import BUDGET_EXCEEDED, MAX_NESTING, check_nesting
 from scanner.cel.functions import joined
 from scanner.cel.programcache import ProgramCache, identity, key
@@ -121,7 +122,10 @@ class CppEngine:
 
     def __init__(self) -> None:
         self._env = new_env()
-        self._cache = ProgramCache(identity(Path(cel.__file__), DECLARATIONS))
+        checks = (Path(__file__), Path(budget.__file__))  # the code that vets a program
+        self._cache = ProgramCache(
+            identity(Path(cel.__file__), (__version__, *DECLARATIONS), checks)
+        )
 
     def compile(self, source: str, result: ResultKind) -> CppProgram:
         """Parse, type-check and nesting-check ``source``, or restore the program an

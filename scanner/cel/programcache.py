@@ -7,16 +7,18 @@ machine; restoring them with cel-expr-python's ``deserialize`` takes a few. An e
 is found only by the SHA-256 of its exact source text and required result kind, and
 the file's name carries the identity of everything a compiled program depends on:
 the cel-expr-python library file, the declared variables and functions, the nesting
-limit and this format. Anything else (a changed rule, another library build) is a
-miss and compiles as before; a program is stored only after it compiled and passed
-every check, so a cached program is one that would compile now. An entry that does
-not deserialize is a miss too.
+limit, poolgate's version, the source of the code that vets a program (``cpp.py``,
+``budget.py``) and this format. Anything else (a changed rule, another library
+build, a stricter check) is a miss and compiles as before; a program is stored only
+after it compiled and passed every check. An entry that does not deserialize is a
+miss too. Old files of other identities stay until the cache directory is deleted.
 
 The file lives in poolgate's cache directory (``scanner.cachedir``) and holds records
 of a 16-byte key, a 4-byte big-endian length and the serialized program; it is
 rewritten atomically when a run compiled something new, keeping the newest
 ``MAX_ENTRIES``. It holds only what poolgate itself compiled from rule files the
-user runs, never anything read from scanned input.
+user runs and the wrappers it builds around them (bound variables, guards), never
+anything read from scanned input.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ MAX_ENTRIES: Final = 4096
 _HEADER = struct.Struct(">16sI")
 
 
-def identity(library: Path, declarations: Iterable[str]) -> str:
-    """What every program in one cache file was compiled against."""
+def identity(library: Path, declarations: Iterable[str], checks: Iterable[Path] = ()) -> str:
+    """What every program in one cache file was compiled against: the library build,
+    the declarations (and poolgate's version), and the text of the code that checks a
+    program before it is kept (a stricter check must not be skipped by an old entry)."""
     hasher = hashlib.sha256(f"poolgate-cel-cache {FORMAT}\0".encode())
     try:
         status = library.stat()
@@ -44,6 +48,11 @@ def identity(library: Path, declarations: Iterable[str]) -> str:
         hasher.update(b"unknown library\0")
     for declaration in declarations:
         hasher.update(declaration.encode("utf-8") + b"\0")
+    for path in checks:
+        try:
+            hasher.update(path.read_bytes() + b"\0")
+        except OSError:
+            hasher.update(f"unreadable {path}\0".encode())
     return hasher.hexdigest()[:24]
 
 

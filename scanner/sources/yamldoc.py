@@ -174,7 +174,7 @@ def parse_plain(text: str) -> tuple[list[tuple[Any, dict[str, Position]]], list[
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(freeze: bool = True) -> Iterator[None]:
     """Pause the cyclic garbage collector while documents are loaded (re-entrant).
 
     Loading allocates millions of small objects that all survive (nodes, dicts,
@@ -188,6 +188,8 @@ def collector_paused() -> Iterator[None]:
     2 s of 9.6 s), and later full collections during evaluation do it again. The cost
     is process-wide: objects alive now are never cycle-collected (plain reference
     counting still frees them), which suits a scan that keeps its inventory to the end.
+    With ``freeze=False`` the collector is only re-enabled: for work whose cyclic
+    garbage must stay collectable (a run inside a longer-lived process).
     """
     was_enabled = gc.isenabled()
     if was_enabled:
@@ -196,7 +198,8 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            gc.freeze()
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 

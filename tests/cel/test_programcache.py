@@ -120,6 +120,11 @@ def test_identity_follows_the_library_and_the_declarations(tmp_path: Path) -> No
     library.write_bytes(b"three")
     assert identity(library, ["var object: dyn"]) != base
     assert identity(tmp_path / "missing.so", ["var object: dyn"]) != base
+    check = tmp_path / "budget.py"
+    check.write_text("MAX_NESTING = 3")
+    vetted = identity(library, ["var object: dyn"], [check])
+    check.write_text("MAX_NESTING = 2")  # a stricter check: old programs must not skip it
+    assert identity(library, ["var object: dyn"], [check]) != vetted
 
 
 def test_the_newest_entries_are_kept(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
