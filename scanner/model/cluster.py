@@ -14,7 +14,8 @@ Its variables, computed once:
 
 * ``admission``: ``scanner.model.admission``;
 * ``gpuWorkloads``: ``count``, the objects in scope with a GPU pod template
-  (``workload.gpu``), and ``names``, the first ten of their ``namespace/Kind/name``
+  (``workload.gpu``) that are not controlled (a Deployment counts once, not with its
+  ReplicaSet and every replica), and ``names``, the first ten of their ``namespace/Kind/name``
   in sorted order (``default`` for a manifest without a namespace, as
   ``workload.namespace`` says), as ``ns.gpuWorkloads`` has them per namespace.
 """
@@ -71,7 +72,7 @@ def cluster_variables(
     gpu = {
         f"{facts['namespace']}/{facts['kind']}/{facts['name']}"
         for facts in (workload.facts for workload in workloads)
-        if facts["gpu"]
+        if facts["gpu"] and not facts["controlled"]  # replicas count as their controller
     }
     return {
         "admission": admission_facts(index, config, scope.listed),

@@ -20,7 +20,8 @@ a reserved word in CEL). The facts:
 * ``signatureOptIn``: label ``policy.sigstore.dev/include`` is ``"true"`` (the
   Sigstore policy-controller only admits-checks opted-in namespaces);
 * ``gpuWorkloads``: ``count`` of GPU workloads in scope in the namespace and the
-  first ``NAME_LIMIT`` of their ``names`` (``Kind/name``, sorted).
+  first ``NAME_LIMIT`` of their ``names`` (``Kind/name``, sorted); a controlled pod
+  or ReplicaSet counts as its controller (``scanner.model.controllers``).
 
 Objects without ``metadata.namespace`` count as namespace ``default``, where
 ``kubectl apply`` would put them (as workloads do).
@@ -79,7 +80,8 @@ def build_namespaces(
         policies.setdefault(namespace_of(obj), []).append(obj)
     gpu: dict[str, set[str]] = {}
     for workload in workloads:
-        if workload.is_gpu:
+        # A controlled pod or ReplicaSet is its controller's, which is counted.
+        if workload.is_gpu and not workload.facts["controlled"]:
             name = f"{workload.obj.kind}/{workload.obj.name}"
             gpu.setdefault(workload.facts["namespace"], set()).add(name)
     names = set(objects) | set(policies) | {w.facts["namespace"] for w in workloads}
