@@ -24,6 +24,7 @@ from typing import Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning
+from scanner.sources import parallel
 from scanner.sources.rendered import enclosing_root, render_kind
 from scanner.sources.yamldoc import collector_paused, parse_stream
 
@@ -78,26 +79,44 @@ def load_paths(
     root = Path(os.path.abspath(repo_root))
     inventory = Inventory()
     seen: set[Path] = set()
+    # Files in order, then loaded; standard input where it was named.
+    queue: list[tuple[Path, str] | None] = []
+    for path in paths:
+        if path == "-":
+            queue.append(None)
+            continue
+        target = Path(os.path.abspath(path))
+        if target.is_dir():
+            files = _walk(target, root, inventory, render_roots)
+        elif render_roots is not None and (chart := enclosing_root(target, root)):
+            render_roots.append(chart)
+            continue
+        else:
+            files = [target]
+        for file in files:
+            if file in seen:  # named twice, or named and inside a named directory
+                continue
+            seen.add(file)
+            queue.append((file, _uri(file, root)))
     # One pause for the whole load: objects from earlier files pile up, and a
     # collection between two files would rescan all of them.
     with collector_paused():
-        for path in paths:
-            if path == "-":
+        if None not in queue and parallel.worth_it([item for item in queue if item]):
+            inventory.extend(parallel.load([item for item in queue if item], max_file_size))
+            return inventory
+        for item in queue:
+            if item is None:
                 _load_stdin(stdin if stdin is not None else sys.stdin, max_file_size, inventory)
-                continue
-            target = Path(os.path.abspath(path))
-            if target.is_dir():
-                files = _walk(target, root, inventory, render_roots)
-            elif render_roots is not None and (chart := enclosing_root(target, root)):
-                render_roots.append(chart)
-                continue
             else:
-                files = [target]
-            for file in files:
-                if file in seen:  # named twice, or named and inside a named directory
-                    continue
-                seen.add(file)
-                _load_file(file, _uri(file, root), max_file_size, inventory)
+                _load_file(item[0], item[1], max_file_size, inventory)
+    return inventory
+
+
+def load_files(files: Sequence[tuple[Path, str]], max_file_size: int) -> Inventory:
+    """``files`` (path, URI) read and parsed in order, into one inventory."""
+    inventory = Inventory()
+    for path, uri in files:
+        _load_file(path, uri, max_file_size, inventory)
     return inventory
 
 
