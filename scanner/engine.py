@@ -9,10 +9,11 @@ finding with outcome ``error`` for that rule and subject; the run goes on.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from scanner import forking
 from scanner.bindings import bind_rules
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
@@ -61,81 +62,121 @@ def evaluate(
     for rule in rules:
         if not rule.builtin:
             by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
-    for subject_type, type_rules in by_type.items():
-        # The rules that apply to a subject depend on its kind and on the kind of the
-        # controller that stands for it; the list is worked out once per combination.
-        plans: dict[tuple[str, str], list[_Step]] = {}
-        for subject in subjects.get(subject_type, ()):
-            obj = subject.obj
-            if obj.context_only:
-                continue
-            result.subjects += 1
-            variables = subject.variables
-            # A controlled workload runs its controller's current template, which the
-            # controller's findings cover: a rule that reports on the controller's kind
-            # skips it, unless it checks running instances.
-            facts = variables.get("workload") if subject_type == "workload" else None
-            controller = ""
-            if isinstance(facts, Mapping) and facts.get("controlled") is True:
-                controller = str(facts.get("controller", "")).partition("/")[0]
-            body = obj.body
-            steps = plans.get((obj.kind, controller))
-            if steps is None:
-                steps = plans[(obj.kind, controller)] = [
-                    _Step(
-                        rule,
-                        guards.get(rule.id),
-                        rule.id in iterating_conditions,
-                        rule.id in iterating,
-                        params_keys[rule.id],
-                    )
-                    for rule in type_rules
-                    if (not rule.kinds or obj.kind in rule.kinds)
-                    and not (
-                        controller
-                        and not rule.controlled
-                        and (not rule.kinds or controller in rule.kinds)
-                    )
-                ]
-            activations: dict[str, Any] = {}
-            for step in steps:
-                rule, guard = step.rule, step.guard
-                # The condition is false, decided without CEL. (An oversized subject is
-                # refused before a condition with comprehensions runs, in _run_rule, so
-                # such a condition is guarded only once the subject's size is known.)
-                if (
-                    guard is not None
-                    and not step.condition_iterates
-                    and guard.rejects(variables, body)
-                ):
+
+    def run(half: Callable[[Sequence[Subject]], Sequence[Subject]]) -> _Part:
+        """Evaluate ``half`` of each subject type's subjects."""
+        parts: dict[str, list[Finding]] = {}
+        counted = 0
+        for subject_type, type_rules in by_type.items():
+            found = parts[subject_type] = []
+            # The rules that apply to a subject depend on its kind and on the kind of the
+            # controller that stands for it; the list is worked out once per combination.
+            plans: dict[tuple[str, str], list[_Step]] = {}
+            for subject in half(subjects.get(subject_type, ())):
+                obj = subject.obj
+                if obj.context_only:
                     continue
-                refuse = None
-                if step.iterates:
-                    if id(body) not in measured:
-                        measured[id(body)] = oversize("object", body)
-                    refuse = measured[id(body)]
+                counted += 1
+                variables = subject.variables
+                # A controlled workload runs its controller's current template, which the
+                # controller's findings cover: a rule that reports on the controller's kind
+                # skips it, unless it checks running instances.
+                facts = variables.get("workload") if subject_type == "workload" else None
+                controller = ""
+                if isinstance(facts, Mapping) and facts.get("controlled") is True:
+                    controller = str(facts.get("controller", "")).partition("/")[0]
+                body = obj.body
+                steps = plans.get((obj.kind, controller))
+                if steps is None:
+                    steps = plans[(obj.kind, controller)] = [
+                        _Step(
+                            rule,
+                            guards.get(rule.id),
+                            rule.id in iterating_conditions,
+                            rule.id in iterating,
+                            params_keys[rule.id],
+                        )
+                        for rule in type_rules
+                        if (not rule.kinds or obj.kind in rule.kinds)
+                        and not (
+                            controller
+                            and not rule.controlled
+                            and (not rule.kinds or controller in rule.kinds)
+                        )
+                    ]
+                activations: dict[str, Any] = {}
+                for step in steps:
+                    rule, guard = step.rule, step.guard
+                    # The condition is false, decided without CEL. (An oversized subject is
+                    # refused before a condition with comprehensions runs, in _run_rule, so
+                    # such a condition is guarded only once the subject's size is known.)
                     if (
                         guard is not None
-                        and step.condition_iterates
-                        and refuse is None
+                        and not step.condition_iterates
                         and guard.rejects(variables, body)
                     ):
                         continue
-                activation = activations.get(step.params_key)
-                if activation is None:
-                    data = {
-                        **globals_,
-                        **variables,
-                        "object": body,
-                        "subjectRef": obj.ref.logical_name,
-                    }
-                    data["params"] = rule.params
-                    data["variables"] = {}
-                    activation = activations[step.params_key] = engine.activation(data)
-                result.findings.extend(
-                    _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
-                )
+                    refuse = None
+                    if step.iterates:
+                        if id(body) not in measured:
+                            measured[id(body)] = oversize("object", body)
+                        refuse = measured[id(body)]
+                        if (
+                            guard is not None
+                            and step.condition_iterates
+                            and refuse is None
+                            and guard.rejects(variables, body)
+                        ):
+                            continue
+                    activation = activations.get(step.params_key)
+                    if activation is None:
+                        data = {
+                            **globals_,
+                            **variables,
+                            "object": body,
+                            "subjectRef": obj.ref.logical_name,
+                        }
+                        data["params"] = rule.params
+                        data["variables"] = {}
+                        activation = activations[step.params_key] = engine.activation(data)
+                    found.extend(
+                        _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
+                    )
+        return _Part(parts, counted)
+
+    # Two halves on two cores when there is enough to do (scanner/forking.py); the
+    # halves join in subject order, so the findings are those of one process.
+    if sum(len(subjects.get(kind, ())) for kind in by_type) >= PARALLEL_FROM:
+        first, second = forking.in_two(lambda: run(_first_half), lambda: run(_second_half))
+    else:
+        first, second = run(_all), _Part({}, 0)
+    for subject_type in by_type:
+        result.findings.extend(first.findings.get(subject_type, ()))
+        result.findings.extend(second.findings.get(subject_type, ()))
+    result.subjects = first.subjects + second.subjects
     return result
+
+
+PARALLEL_FROM: Final = 2_000
+"""Subjects from which evaluating on two processes pays (fork, pickling the findings)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    findings: dict[str, list[Finding]]
+    subjects: int
+
+
+def _all(items: Sequence[Subject]) -> Sequence[Subject]:
+    return items
+
+
+def _first_half(items: Sequence[Subject]) -> Sequence[Subject]:
+    return items[: (len(items) + 1) // 2]
+
+
+def _second_half(items: Sequence[Subject]) -> Sequence[Subject]:
+    return items[(len(items) + 1) // 2 :]
 
 
 @dataclass(frozen=True, slots=True)

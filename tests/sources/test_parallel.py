@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from scanner import forking
 from scanner.inventory import Inventory
 from scanner.sources import files, parallel
 from scanner.sources.files import load_paths
@@ -30,7 +31,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(parallel, "MIN_FILES", 4)
     monkeypatch.setattr(parallel, "MIN_BYTES", 1)
     monkeypatch.delenv("POOLGATE_JOBS", raising=False)
-    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
     for index in range(40):
         team = tmp_path / f"team-{index % 4}"
         team.mkdir(exist_ok=True)
@@ -66,7 +67,7 @@ def test_two_processes_load_exactly_what_one_does(
     both = load_paths([str(tree)], tree)
     assert queue, "the tree was not loaded on two processes"
     monkeypatch.setenv("POOLGATE_JOBS", "1")
-    monkeypatch.setattr(parallel, "cpus", lambda: 1)
+    monkeypatch.setattr(forking, "cpus", lambda: 1)
     one = load_paths([str(tree)], tree)
     assert len(one.objects) == 120 and one.invalid and one.read_errors
     assert snapshot(both) == snapshot(one)
@@ -83,7 +84,7 @@ def test_a_failing_child_costs_only_time(tree: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(files, "load_files", failing_in_the_child)
     both = load_paths([str(tree)], tree)
-    monkeypatch.setattr(parallel, "cpus", lambda: 1)
+    monkeypatch.setattr(forking, "cpus", lambda: 1)
     assert snapshot(both) == snapshot(load_paths([str(tree)], tree))
 
 
@@ -93,4 +94,4 @@ def test_small_trees_one_cpu_and_stdin_stay_in_one_process(
     few = [(tmp_path / f"{index}.yaml", f"{index}.yaml") for index in range(parallel.MIN_FILES - 1)]
     assert not parallel.worth_it(few)
     monkeypatch.setenv("POOLGATE_JOBS", "1")
-    assert parallel.cpus() == 1
+    assert forking.cpus() == 1
