@@ -157,7 +157,7 @@ def evaluate(
     return result
 
 
-PARALLEL_FROM: Final = 2_000
+PARALLEL_FROM: Final = 1_000
 """Subjects from which evaluating on two processes pays (fork, pickling the findings)."""
 
 

@@ -62,3 +62,16 @@ def test_a_failing_child_costs_only_time(findings: Run, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(engine, "_run_rule", failing_in_the_child)
     assert findings(2) == one
+
+
+def test_no_second_process_once_this_one_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's copied pages are memory too: a large run stays in one process."""
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    monkeypatch.setattr(forking, "resident_bytes", lambda: forking.FORK_BELOW - 1)
+    assert forking.available() is (forking.sys.platform == "linux")
+    monkeypatch.setattr(forking, "resident_bytes", lambda: forking.FORK_BELOW)
+    assert not forking.available()
+    calls: list[str] = []
+    assert forking.in_two(lambda: calls.append("here"), lambda: calls.append("there"))
+    assert calls == ["here", "there"]  # both halves here, in order
+    assert forking.resident_bytes() > 0 or forking.sys.platform != "linux"

@@ -22,8 +22,8 @@ from typing import Final
 from scanner import forking
 from scanner.inventory import Inventory
 
-MIN_FILES: Final = 64
-MIN_BYTES: Final = 4 * 1024 * 1024
+MIN_FILES: Final = 32
+MIN_BYTES: Final = 1 * 1024 * 1024
 """Below these a second process costs more (fork, pickling) than it saves."""
 
 CHILD_SHARE: Final = 0.45
