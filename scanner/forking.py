@@ -16,6 +16,7 @@ import os
 import pickle
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Final, TypeVar
 
 T = TypeVar("T")
@@ -73,8 +74,9 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
         send.send_bytes(payload)
         send.close()
 
-    sys.stdout.flush()  # the child must not write a copy of unflushed output
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # the child must not write a copy of them
+        with suppress(OSError, ValueError, AttributeError):  # closed, or None
+            stream.flush()
     process = context.Process(target=child, daemon=True)
     try:
         process.start()
