@@ -1,9 +1,12 @@
 """Match, evaluate, report: rules run over subjects and turn into findings.
 
-Matching is cheap first (subject type, then kind set), then the optional CEL
-``match.condition``. Each subject gets one activation per distinct parameter
-set, built once and shared by every rule. A CEL error on one subject becomes a
-finding with outcome ``error`` for that rule and subject; the run goes on.
+Matching is cheap first (subject type, kind set, controlled workloads that a
+template rule leaves to their controller, guards decided in Python), then the
+optional CEL ``match.condition``. Each subject gets one activation per distinct
+parameter set, built once and shared by every rule. A CEL error on one subject
+becomes a finding with outcome ``error`` for that rule and subject; the run goes
+on. With enough subjects, the second half of each subject type is evaluated in a
+forked child (``scanner.forking``) and its findings join in subject order.
 """
 
 from __future__ import annotations
