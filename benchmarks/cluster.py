@@ -260,6 +260,30 @@ class ClusterGen:
             },
         }
 
+    def pod_spec(self, app: str, ns: str, pool: Pool | None) -> Obj:
+        """A pod spec for ``app`` in ``ns``, asking for ``pool``'s GPU resource if any:
+        resources, runtime class, SKU selector and toleration, one container."""
+        rng, pick = self.rng, self.pick
+        resources: Obj = {
+            "requests": {"cpu": pick(("250m", "500m", "1", "2", "4")), "memory": "2Gi"},
+            "limits": {"cpu": pick(("1", "2", "4", "8")), "memory": "8Gi"},
+        }
+        spec: Obj = {"serviceAccountName": f"{app}-runtime", "priorityClassName": "standard"}
+        if pool is not None and pool.resource is not None:
+            count = min(pool.allocatable, rng.choice((1, 1, 2, 4, 8)))
+            resources["limits"][pool.resource] = str(count)
+            if rng.random() < 0.9:
+                spec["runtimeClassName"] = "nvidia"
+            if rng.random() < 0.85:
+                spec["nodeSelector"] = {"sku": pool.sku, "pool": pool.name}
+            spec["tolerations"] = [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+        privileged = ns == "gpu-operator" or rng.random() < 0.003
+        spec["containers"] = [container(app, self.image(ns, app), resources, privileged)]
+        spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
+        return spec
+
     def image(self, ns: str, app: str) -> str:
         """A tagged image, digest-pinned 60% of the time."""
         image = f"us-docker.pkg.dev/acme-ml/{ns}/{app}:v1.{self.rng.randrange(40)}.0"

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool, container
+from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool
 
 KINDS = ("Deployment", "StatefulSet", "Job", "Pod")
 KIND_WEIGHTS = (70, 12, 15, 3)
@@ -159,25 +159,7 @@ class AppGen:
         return node, phase if node is not None else "Pending"
 
     def template_spec(self, role: str, ns: str, pool: Pool | None, kind: str) -> Obj:
-        rng, pick = self.rng, self.gen.pick
-        resources: Obj = {
-            "requests": {"cpu": pick(("250m", "500m", "1", "2", "4")), "memory": "2Gi"},
-            "limits": {"cpu": pick(("1", "2", "4", "8")), "memory": "8Gi"},
-        }
-        spec: Obj = {"serviceAccountName": f"{role}-runtime", "priorityClassName": "standard"}
-        if pool is not None and pool.resource is not None:
-            count = min(pool.allocatable, rng.choice((1, 1, 2, 4, 8)))
-            resources["limits"][pool.resource] = str(count)
-            if rng.random() < 0.9:
-                spec["runtimeClassName"] = "nvidia"
-            if rng.random() < 0.85:
-                spec["nodeSelector"] = {"sku": pool.sku, "pool": pool.name}
-            spec["tolerations"] = [
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-            ]
-        privileged = ns == "gpu-operator" or rng.random() < 0.003
-        spec["containers"] = [container(role, self.gen.image(ns, role), resources, privileged)]
-        spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
+        spec = self.gen.pod_spec(role, ns, pool)
         spec["restartPolicy"] = "Never" if kind == "Job" else "Always"
         return spec
 

@@ -34,7 +34,7 @@ import json
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool, container
+from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool
 from benchmarks.controllers import write_apps
 from benchmarks.emit import sequence_item
 
@@ -62,24 +62,7 @@ def unique_pod(
     rng = gen.rng
     app = gen.pick(APPS)
     name = f"{app}-{rng.getrandbits(40):010x}-{index:06d}"
-    resources: Obj = {
-        "requests": {"cpu": gen.pick(("250m", "500m", "1", "2", "4")), "memory": "2Gi"},
-        "limits": {"cpu": gen.pick(("1", "2", "4", "8")), "memory": "8Gi"},
-    }
-    spec: Obj = {"serviceAccountName": f"{app}-runtime", "priorityClassName": "standard"}
-    if gpu_pool is not None and gpu_pool.resource is not None:
-        count = min(gpu_pool.allocatable, rng.choice((1, 1, 2, 4, 8)))
-        resources["limits"][gpu_pool.resource] = str(count)
-        if rng.random() < 0.9:
-            spec["runtimeClassName"] = "nvidia"
-        if rng.random() < 0.85:
-            spec["nodeSelector"] = {"sku": gpu_pool.sku, "pool": gpu_pool.name}
-        spec["tolerations"] = [
-            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-        ]
-    privileged = ns == "gpu-operator" or rng.random() < 0.003
-    spec["containers"] = [container(app, gen.image(ns, app), resources, privileged)]
-    spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    spec = gen.pod_spec(app, ns, gpu_pool)
     created = gen.timestamp()
     wanted = gpu_pool.resource if gpu_pool is not None and gpu_pool.resource else "cpu"
     if node is not None:
