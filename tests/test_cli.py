@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import poolgate
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
@@ -31,21 +32,6 @@ spec:
 """.replace("{digest}", "a" * 64)
 
 CLEAN = PRIVILEGED.replace("privileged: true", "privileged: false")
-
-
-def poolgate(
-    *args: str, cwd: Path = ROOT, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:

@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from cli_run import poolgate
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERRIDES = ROOT / "fixtures" / "config" / "overrides"
 HEADER = "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"
-
-
-def poolgate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    # PYTHONPATH: run this checkout's package whatever the working directory is.
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def json_findings(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:

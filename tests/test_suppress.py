@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import poolgate
 
 from scanner.config import Config, Exemption
 from scanner.findings import Finding, Level, Location, Outcome, Suppression
@@ -242,19 +240,6 @@ def test_an_annotation_cannot_suppress_pg004_but_an_exemption_can() -> None:
 
 
 # --- end to end: SARIF, exit codes, --context ------------------------------------
-
-
-def poolgate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 PRIVILEGED = f"""\

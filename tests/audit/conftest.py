@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cli_run
 import pytest
 import yaml
 
@@ -80,17 +80,10 @@ def poolgate(
     *args: str, cwd: Path = ROOT, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``poolgate`` as a user runs it: a subprocess, no KUBECONFIG from the environment."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("GITHUB_ACTIONS", "NO_COLOR", "KUBECONFIG", "KUBERNETES_SERVICE_HOST")
-    }
-    env["HOME"] = str(cwd)  # no ~/.kube/config of the machine running the tests
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
+    return cli_run.poolgate(
+        *args,
         cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
         timeout=timeout,
+        drop=("KUBECONFIG", "KUBERNETES_SERVICE_HOST"),
+        env={"HOME": str(cwd)},  # no ~/.kube/config of the machine running the tests
     )

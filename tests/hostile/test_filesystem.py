@@ -11,8 +11,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import cli_run
 import pytest
 
 TIMEOUT = 120
@@ -20,18 +22,10 @@ CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 
 
-def poolgate(*args: str, cwd: Path, preexec: object = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=TIMEOUT,
-        check=False,
-        preexec_fn=preexec,  # type: ignore[arg-type]
-    )
+def poolgate(
+    *args: str, cwd: Path, preexec: Callable[[], object] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return cli_run.poolgate(*args, cwd=cwd, timeout=TIMEOUT, preexec=preexec)
 
 
 @posix_only

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import cli_run
 import pytest
 import yaml
 
@@ -28,16 +29,7 @@ MIB = 1024 * 1024
 
 
 def poolgate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    return subprocess.run(
-        [sys.executable, "-m", "scanner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    return cli_run.poolgate(*args, cwd=cwd, timeout=TIMEOUT)
 
 
 def generate(directory: Path, outside: Path) -> Path:

@@ -8,23 +8,18 @@ they failed on (exit 3), and the scan goes on.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import cli_run
 import pytest
 
 TEMPLATE = (Path(__file__).parent / "rule_template.yaml").read_text()
 
 
 def poolgate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
-    command = [sys.executable, "-m", "scanner", *args]
-    return subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, env=env, timeout=300, check=False
-    )
+    return cli_run.poolgate(*args, cwd=cwd, timeout=300)
 
 
 def rule(directory: Path, rule_id: str, expression: str, kinds: str = "[ConfigMap]") -> None:

@@ -5,11 +5,10 @@ be written. Pairs stay the character they spell."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import poolgate
 
 from scanner.sources import surrogates
 from scanner.sources.snapshot import read
@@ -39,14 +38,7 @@ def test_text_without_surrogate_escapes_is_not_walked() -> None:
 def test_every_report_is_written(tmp_path: Path, fmt: str) -> None:
     path = tmp_path / "dump.json"
     path.write_text(POD, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, "-m", "scanner", "audit", "--snapshot", str(path), "--format", fmt],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=False,
-        timeout=120,
-    )
+    run = poolgate("audit", "--snapshot", str(path), "--format", fmt)
     assert run.returncode in (0, 1), run.stderr
     assert "Traceback" not in run.stderr
     if fmt in ("json", "sarif"):
