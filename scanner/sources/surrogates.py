@@ -12,15 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-_ESCAPE: Final = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
+_ESCAPE_PATTERN: Final = r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}"
+_ESCAPE: Final = re.compile(_ESCAPE_PATTERN)
+_ESCAPE_BYTES: Final = re.compile(_ESCAPE_PATTERN.encode())
 _LONE: Final = re.compile("[\ud800-\udfff]")
 REPLACEMENT: Final = "\ufffd"
 
 
 def may_hold(text: str | bytes) -> bool:
     """Whether ``text`` (JSON or YAML) spells a surrogate with an escape."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
+    if isinstance(text, bytes):  # an API response: no decoded copy just to look
+        return _ESCAPE_BYTES.search(text) is not None
     return _ESCAPE.search(text) is not None
 
 
