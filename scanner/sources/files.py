@@ -101,8 +101,10 @@ def load_paths(
     # One pause for the whole load: objects from earlier files pile up, and a
     # collection between two files would rescan all of them.
     with collector_paused():
-        if None not in queue and parallel.worth_it([item for item in queue if item]):
-            inventory.extend(parallel.load([item for item in queue if item], max_file_size))
+        listed = [item for item in queue if item is not None]
+        at = parallel.split(listed) if len(listed) == len(queue) else None  # no stdin
+        if at is not None:
+            inventory.extend(parallel.load(listed, at, max_file_size))
             return inventory
         for item in queue:
             if item is None:

@@ -30,23 +30,23 @@ CHILD_SHARE: Final = 0.45
 """The child's share of the bytes: it also pickles its objects (~0.2 of parsing)."""
 
 
-def worth_it(files: Sequence[tuple[Path, str]]) -> bool:
-    """Whether ``files`` are enough work for two processes on this machine."""
+def split(files: Sequence[tuple[Path, str]]) -> int | None:
+    """Where the child's part of ``files`` starts, or None when they are not enough
+    work for two processes on this machine."""
     if len(files) < MIN_FILES or not forking.available():
-        return False
-    return _sizes(files)[-1] >= MIN_BYTES
+        return None
+    sizes = _sizes(files)
+    if sizes[-1] < MIN_BYTES:
+        return None
+    share = sizes[-1] * (1 - CHILD_SHARE)
+    return next((index for index, total in enumerate(sizes) if total >= share), len(files))
 
 
-def load(files: Sequence[tuple[Path, str]], max_file_size: int) -> Inventory:
-    """``files`` loaded on two processes, in order (see the module docstring)."""
+def load(files: Sequence[tuple[Path, str]], at: int, max_file_size: int) -> Inventory:
+    """``files`` loaded on two processes, the child's part from ``at``, in order."""
     from scanner.sources.files import load_files
 
-    sizes = _sizes(files)
-    split = next(
-        (index for index, total in enumerate(sizes) if total >= sizes[-1] * (1 - CHILD_SHARE)),
-        len(files),
-    )
-    mine, theirs = list(files[:split]), list(files[split:])
+    mine, theirs = list(files[:at]), list(files[at:])
     inventory, other = forking.in_two(
         lambda: load_files(mine, max_file_size), lambda: load_files(theirs, max_file_size)
     )

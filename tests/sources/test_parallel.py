@@ -59,9 +59,9 @@ def test_two_processes_load_exactly_what_one_does(
     queue: list[list[tuple[Path, str]]] = []
     original = parallel.load
 
-    def recording(chunk: list[tuple[Path, str]], limit: int) -> Inventory:
+    def recording(chunk: list[tuple[Path, str]], at: int, limit: int) -> Inventory:
         queue.append(chunk)
-        return original(chunk, limit)
+        return original(chunk, at, limit)
 
     monkeypatch.setattr(parallel, "load", recording)
     both = load_paths([str(tree)], tree)
@@ -92,6 +92,6 @@ def test_small_trees_one_cpu_and_stdin_stay_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     few = [(tmp_path / f"{index}.yaml", f"{index}.yaml") for index in range(parallel.MIN_FILES - 1)]
-    assert not parallel.worth_it(few)
+    assert parallel.split(few) is None
     monkeypatch.setenv("POOLGATE_JOBS", "1")
     assert forking.cpus() == 1
