@@ -13,7 +13,7 @@ from cel_expr_python import cel
 
 from scanner import __version__
 from scanner.cel import VARIABLES, ResultKind, budget
-from scanner.cel.budget import BUDGET_EXCEEDED, MAX_NESTING, check_nesting
+from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.functions import joined
 from scanner.cel.programcache import ProgramCache, identity, key
 from scanner.errors import CelError, CelEvalError
@@ -21,13 +21,10 @@ from scanner.errors import CelError, CelEvalError
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 
 
-DECLARATIONS: Final = (
-    *(f"var {name}: dyn" for name in VARIABLES),
-    "fn joined_list_string(list(dyn), string) -> string",
-    f"max nesting {MAX_NESTING}",
-)
-"""Everything a compiled program depends on besides its text and the library: a change
-here must change the program cache's identity (scanner/cel/programcache.py)."""
+DECLARATIONS: Final = tuple(f"var {name}: dyn" for name in VARIABLES)
+"""The declared variables, for the program cache's identity (programcache.py). The
+functions and the checks are this module's and budget.py's text, which the identity
+hashes whole, so they are not listed again here."""
 
 
 def new_env() -> Any:
