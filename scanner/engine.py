@@ -133,6 +133,8 @@ def evaluate(
                             continue
                     activation = activations.get(step.params_key)
                     if activation is None:
+                        if subject.complete is not None:
+                            subject.complete()  # deferred facts: before CEL reads them
                         data = {
                             **globals_,
                             **variables,

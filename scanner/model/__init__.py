@@ -6,7 +6,7 @@ engines can read. RULES.md ("Platform facts") defines every fact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from scanner.model.pools import (
     build_pools,
 )
 from scanner.model.rbac import rbac_facts
-from scanner.model.workloads import Workload, build_workloads
+from scanner.model.workloads import Join, Workload, build_workloads
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,9 @@ class Subject:
     type: str
     obj: KubeObject
     variables: Mapping[str, Any] = field(default_factory=dict)
+    complete: Callable[[], object] | None = None
+    """Computes the rest of ``variables`` in place (a controlled workload's deferred
+    facts, ``scanner.model.workloads``): the engine calls it before CEL reads them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,12 @@ class Model:
         return {
             "object": [Subject("object", obj) for obj in self.objects],
             "workload": [
-                Subject("workload", workload.obj, {"workload": workload.facts})
+                Subject(
+                    "workload",
+                    workload.obj,
+                    {"workload": workload.facts},
+                    None if workload.deferred is None else workload.complete,
+                )
                 for workload in self.workloads
             ],
             "node": [Subject("node", obj, {"node": facts}) for obj, facts in self.nodes],
@@ -89,15 +97,22 @@ class Model:
 
 
 def build_model(
-    inventory: Inventory, config: Config | None = None, scope: ClusterScope | None = None
+    inventory: Inventory,
+    config: Config | None = None,
+    scope: ClusterScope | None = None,
+    *,
+    defer: bool = True,
 ) -> Model:
     """Derive every fact once, in dependency order; joins use the index.
 
-    ``scope`` names the cluster an audit read (default: a scan of manifests)."""
+    ``scope`` names the cluster an audit read (default: a scan of manifests). With
+    ``defer``, controlled workloads get the rest of their facts when a rule needs
+    them (``scanner.model.workloads``); without it, every fact is computed now."""
     config = config or Config()
     scope = scope or ClusterScope()
     index = ObjectIndex(inventory.objects)
-    workloads, invalid = build_workloads(inventory.objects, index)
+    later: list[Join] = []
+    workloads, invalid = build_workloads(inventory.objects, index, later if defer else None)
     setup = deviceplugin.cluster_setup(index)
     sharing_configs = [
         (obj, deviceplugin.config_facts(obj, setup))
@@ -108,12 +123,16 @@ def build_model(
     pools = build_pools(nodes)
     namespaces = build_namespaces(index, workloads, config)
     domains = {name: facts["trustDomain"] for name, facts in namespaces.facts.items()}
-    attach_targets(workloads, pools, config, domains)
     attach_running(workloads, nodes, domains)
-    attach_service_accounts(workloads, index, config)
-    attach_runtime_classes(workloads, index)
-    attach_pod_security(workloads)
-    attach_signatures(workloads, index, namespaces)
+    # The joins that need a workload's template facts; deferred workloads run them
+    # in this order when they complete.
+    later += [
+        attach_targets(workloads, pools, config, domains),
+        attach_service_accounts(workloads, index, config),
+        attach_runtime_classes(workloads, index),
+        attach_pod_security(workloads),
+        attach_signatures(workloads, index, namespaces),
+    ]
     return Model(
         objects=inventory.objects,
         workloads=workloads,

@@ -51,14 +51,17 @@ TEMPLATE_HASH: Final = "pod-template-hash"
 REVISION_HASH: Final = "controller-revision-hash"
 
 
-def attach_controllers(workloads: Sequence[Any], index: ObjectIndex) -> None:
-    """Set ``controlled`` and ``controller`` on every workload's facts."""
-    producing = {id(workload.obj) for workload in workloads}
+def top_controllers(objects: Sequence[KubeObject], index: ObjectIndex) -> dict[int, KubeObject]:
+    """id(object) -> its top controller, for every one of ``objects`` (the objects that
+    produced a workload) that is controlled."""
+    producing = {id(obj) for obj in objects}
     owners: dict[int, KubeObject | None] = {}
-    for workload in workloads:
-        top = top_controller(workload.obj, index, producing, owners)
-        workload.facts["controlled"] = top is not None
-        workload.facts["controller"] = f"{top.kind}/{top.name}" if top is not None else ""
+    tops: dict[int, KubeObject] = {}
+    for obj in objects:
+        top = top_controller(obj, index, producing, owners)
+        if top is not None:
+            tops[id(obj)] = top
+    return tops
 
 
 def top_controller(

@@ -26,7 +26,7 @@ from typing import Any
 from scanner.config import Config
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import namespace_of
-from scanner.model.workloads import Workload
+from scanner.model.workloads import Join, Workload, join_complete
 
 AZURE_CLIENT_ID = "azure.workload.identity/client-id"
 AZURE_USE_LABEL = "azure.workload.identity/use"
@@ -40,19 +40,22 @@ IDENTITY_ANNOTATIONS: tuple[tuple[str, str], ...] = (
 
 def attach_service_accounts(
     workloads: Sequence[Workload], index: ObjectIndex, config: Config
-) -> None:
-    """Set ``workload.serviceAccount`` on every workload."""
+) -> Join:
+    """Set ``workload.serviceAccount`` on every workload (``join_complete``)."""
     accounts: dict[tuple[str, str], Mapping[str, Any]] = {}
     for obj in index.kind("ServiceAccount"):
         if obj.name:
             accounts.setdefault((namespace_of(obj), obj.name), obj.metadata)
-    for workload in workloads:
+
+    def join(workload: Workload) -> None:
         facts = workload.facts
         name = facts["serviceAccountName"] or "default"
         metadata = accounts.get((facts["namespace"], name))
         facts["serviceAccount"] = service_account_facts(
             name, metadata, facts["podLabels"], config.workload_identity_keys
         )
+
+    return join_complete(workloads, join)
 
 
 def service_account_facts(

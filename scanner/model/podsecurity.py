@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scanner.inventory import join_path
-from scanner.model.workloads import Workload
+from scanner.model.workloads import Join, Workload, join_complete
 
 RESTRICTED_VOLUME_TYPES: tuple[str, ...] = (
     "configMap",
@@ -70,15 +70,19 @@ VOLUME_SOURCES: frozenset[str] = frozenset(
 """Every ``corev1.VolumeSource`` field."""
 
 
-def attach_pod_security(workloads: Sequence[Workload]) -> None:
-    """Set ``security`` on every container and ``volumes`` on every workload."""
-    for workload in workloads:
-        facts = workload.facts
-        pod_spec = facts["podSpec"]
-        pod_context = _map(pod_spec.get("securityContext"))
-        for container in facts["containers"]:
-            container["security"] = container_security(container, pod_context)
-        facts["volumes"] = volumes(pod_spec, facts["podSpecPath"])
+def attach_pod_security(workloads: Sequence[Workload]) -> Join:
+    """Set ``security`` on every container and ``volumes`` on every workload
+    (``join_complete``)."""
+    return join_complete(workloads, _pod_security)
+
+
+def _pod_security(workload: Workload) -> None:
+    facts = workload.facts
+    pod_spec = facts["podSpec"]
+    pod_context = _map(pod_spec.get("securityContext"))
+    for container in facts["containers"]:
+        container["security"] = container_security(container, pod_context)
+    facts["volumes"] = volumes(pod_spec, facts["podSpecPath"])
 
 
 _NOTHING_SET: dict[str, Any] = {

@@ -20,18 +20,19 @@ from typing import Any
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import Namespaces
 from scanner.model.signatures import Target, collect_policies, signature_facts
-from scanner.model.workloads import Workload
+from scanner.model.workloads import Join, Workload, join_complete
 
 
-def attach_runtime_classes(workloads: Sequence[Workload], index: ObjectIndex) -> None:
-    """Set ``workload.runtimeClass`` on every workload."""
+def attach_runtime_classes(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
+    """Set ``workload.runtimeClass`` on every workload (``join_complete``)."""
     handlers: dict[str, str] = {}
     for obj in index.kind("RuntimeClass"):
         if obj.name:
             handler = obj.body.get("handler")
             handlers.setdefault(obj.name, handler if isinstance(handler, str) else "")
     known = bool(handlers)
-    for workload in workloads:
+
+    def join(workload: Workload) -> None:
         name = workload.facts["runtimeClassName"]
         workload.facts["runtimeClass"] = {
             "name": name,
@@ -40,17 +41,21 @@ def attach_runtime_classes(workloads: Sequence[Workload], index: ObjectIndex) ->
             "handler": handlers.get(name, ""),
         }
 
+    return join_complete(workloads, join)
+
 
 def attach_signatures(
     workloads: Sequence[Workload], index: ObjectIndex, namespaces: Namespaces
-) -> None:
-    """Set ``workload.signaturePoliciesKnown`` and ``signature`` on every container."""
+) -> Join:
+    """Set ``workload.signaturePoliciesKnown`` and ``signature`` on every container
+    (``join_complete``)."""
     policies = collect_policies(index)
     # Many pods share few images: when a verdict depends only on image, namespace and
     # kind, it is computed once and the (read-only) facts are shared.
     shared: dict[tuple[str, str, str], dict[str, Any]] = {}
     known = policies.known
-    for workload in workloads:
+
+    def join(workload: Workload) -> None:
         facts = workload.facts
         facts["signaturePoliciesKnown"] = known
         ns = namespaces.get(facts["namespace"])
@@ -65,6 +70,8 @@ def attach_signatures(
                 if isinstance(image, str) and policies.judges_kind_only(image):
                     shared[key] = found
             container["signature"] = found
+
+    return join_complete(workloads, join)
 
 
 def _target(workload: Workload) -> Target:

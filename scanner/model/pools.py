@@ -19,7 +19,7 @@ from typing import Any
 from scanner.config import Config
 from scanner.inventory import KubeObject
 from scanner.model.targeting import selects, untolerated
-from scanner.model.workloads import Workload
+from scanner.model.workloads import Join, Workload
 
 SHARED_MODES = ("time-slicing", "mps", "mig+time-slicing", "mig+mps")
 
@@ -81,8 +81,10 @@ def attach_targets(
     pools: Sequence[Pool],
     config: Config,
     trust_domain: Mapping[str, str],
-) -> None:
-    """Give every GPU workload its ``targets`` and every pool its ``tenants``.
+) -> Join:
+    """Give every GPU workload its ``targets`` and ``diagnosis``, and every pool its
+    ``tenants`` (``join_complete``: a deferred workload gets its targets when it
+    completes; a controlled one counts as its controller, so is no tenant).
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
     which are not tenants). Cost stays near linear: workloads with the same node
@@ -91,36 +93,23 @@ def attach_targets(
     distinct member classes — members that look the same to the labels the selection
     names — rather than node by node.
     """
-    known = bool(pools)
-    indexes = [_PoolIndex(pool) for pool in pools]
-    computed: dict[str, list[dict[str, Any]]] = {}
+    targeting = _Targeting(pools, config, trust_domain)
+    complete = [workload for workload in workloads if workload.deferred is None]
     tenants: dict[str, dict[str, dict[str, Any]]] = {pool.facts["name"]: {} for pool in pools}
-    for workload in workloads:
+    for workload in complete:
         facts = workload.facts
-        facts["poolsKnown"] = known
-        facts["targets"] = []
-        domain = trust_domain.get(facts["namespace"], facts["namespace"])
-        facts["trustDomain"] = domain
-        if not facts["gpu"] or not known:
+        targeting.target(facts)
+        if facts["trustDomain"] == "platform" or facts["controlled"]:
             continue
-        requested = sorted({entry["name"] for entry in facts["gpuResources"]})
-        key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
-        targets = computed.get(key)
-        if targets is None:
-            keys = _selection_keys(facts["podSpec"])
-            targets = computed[key] = [
-                target
-                for index in indexes
-                if (target := _target(facts, requested, index, keys, config)) is not None
-            ]
-        facts["targets"] = targets
-        if domain == "platform":
-            continue
-        for target in targets:
+        for target in facts["targets"]:
             if target["tolerated"]:
                 tenant = tenants[target["pool"]].setdefault(
                     facts["namespace"],
-                    {"namespace": facts["namespace"], "trustDomain": domain, "workloads": 0},
+                    {
+                        "namespace": facts["namespace"],
+                        "trustDomain": facts["trustDomain"],
+                        "workloads": 0,
+                    },
                 )
                 tenant["workloads"] += 1
     for pool in pools:
@@ -128,14 +117,68 @@ def attach_targets(
             tenants[pool.facts["name"]][ns] for ns in sorted(tenants[pool.facts["name"]])
         ]
         pool.facts["trustDomains"] = sorted({t["trustDomain"] for t in pool.facts["tenants"]})
-    by_name = {pool.facts["name"]: pool.facts for pool in pools}
-    for targets in computed.values():
+    targeting.finish()
+    for workload in complete:
+        workload.facts["diagnosis"] = diagnose(workload.facts)
+
+    def join(workload: Workload) -> None:
+        targeting.target(workload.facts)
+        workload.facts["diagnosis"] = diagnose(workload.facts)
+
+    return join
+
+
+class _Targeting:
+    """The GPU pools a workload's node selection, tolerations and resource names admit.
+
+    Targets are shared by every workload with the same selection. ``trustDomains`` and
+    ``shared`` come from the pools once their tenants are known (``finish``); targets
+    computed after that get them at once.
+    """
+
+    def __init__(
+        self, pools: Sequence[Pool], config: Config, trust_domain: Mapping[str, str]
+    ) -> None:
+        self.known = bool(pools)
+        self.indexes = [_PoolIndex(pool) for pool in pools]
+        self.config = config
+        self.trust_domain = trust_domain
+        self.computed: dict[str, list[dict[str, Any]]] = {}
+        self.pools = {pool.facts["name"]: pool.facts for pool in pools}
+        self.finished = False
+
+    def target(self, facts: dict[str, Any]) -> None:
+        """Set ``poolsKnown``, ``trustDomain`` and ``targets`` on one workload's facts."""
+        facts["poolsKnown"] = self.known
+        facts["targets"] = []
+        facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
+        if not facts["gpu"] or not self.known:
+            return
+        requested = sorted({entry["name"] for entry in facts["gpuResources"]})
+        key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
+        targets = self.computed.get(key)
+        if targets is None:
+            keys = _selection_keys(facts["podSpec"])
+            targets = self.computed[key] = [
+                target
+                for index in self.indexes
+                if (target := _target(facts, requested, index, keys, self.config)) is not None
+            ]
+            if self.finished:
+                self._pool_facts(targets)
+        facts["targets"] = targets
+
+    def finish(self) -> None:
+        """The pools' tenants are known: give every target its pool's sharing facts."""
+        self.finished = True
+        for targets in self.computed.values():
+            self._pool_facts(targets)
+
+    def _pool_facts(self, targets: list[dict[str, Any]]) -> None:
         for target in targets:
-            pool_facts = by_name[target["pool"]]
+            pool_facts = self.pools[target["pool"]]
             target["trustDomains"] = pool_facts["trustDomains"]
             target["shared"] = pool_facts["shared"]
-    for workload in workloads:
-        workload.facts["diagnosis"] = diagnose(workload.facts)
 
 
 class _PoolIndex:

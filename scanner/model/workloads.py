@@ -32,18 +32,30 @@
 * ``pending``: a Pod whose ``status.phase`` is ``Pending`` (false for templates).
 
 Which kinds carry pod templates, and where, is the table in ``scanner.kinds``.
+
+A controlled workload's facts are computed in two steps. A live cluster has a pod per
+replica, and nearly every pod is controlled: the template rules skip it, and the rules
+about running instances (PG201, PG603) read only a few facts before their condition
+decides. So the model gives a controlled workload its *instance facts* at once (the
+identity of the object, ``podSpec``, ``gpu``, ``draClaims``, ``pending``,
+``controlled``; then ``ns``, ``runningNode`` and ``runningShared`` from the model's
+joins) and the rest when a rule first gets past its guard on it
+(``Workload.complete``): the template facts above, then the joins that
+``build_model`` registered (targets, service account, RuntimeClass, pod security,
+signatures). Complete facts are the same as those computed at once; the tests
+compare the two on every fixture.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scanner.inventory import InvalidDocument, KubeObject, join_path
-from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, workload_kind
-from scanner.model.controllers import attach_controllers
+from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, workload_kind
+from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
@@ -64,22 +76,71 @@ class Workload:
 
     obj: KubeObject
     facts: dict[str, Any]
-    """Mutable while the model is built (joins add facts); read-only afterwards."""
+    """Mutable while the model is built (joins add facts); read-only afterwards. Only the
+    instance facts while ``deferred`` is pending: read ``complete()`` for all of them."""
+    deferred: Deferred | None = None
+    """How to compute the rest of a controlled workload's facts (module docstring)."""
 
     @property
     def is_gpu(self) -> bool:
         return bool(self.facts["gpu"])
 
+    def complete(self) -> dict[str, Any]:
+        """Every fact of the workload, computing the deferred ones on the first call."""
+        deferred = self.deferred
+        if deferred is not None and not deferred.done:
+            deferred.done = True
+            template = deferred.template
+            self.facts.update(
+                template_facts(
+                    template.spec, template.metadata, template.path, template.container_fields
+                )
+            )
+            for join in deferred.joins:
+                join(self)
+        return self.facts
+
+
+Join = Callable[[Workload], None]
+"""A model join for one workload: sets facts that depend on other objects."""
+
+
+class Deferred:
+    """The template of a controlled workload whose remaining facts wait for a rule."""
+
+    __slots__ = ("done", "joins", "template")
+
+    def __init__(self, template: PodTemplate, joins: Sequence[Join]) -> None:
+        self.template = template
+        self.joins = joins
+        """The joins ``build_model`` registers (a list it fills after the workloads)."""
+        self.done = False
+
+
+def join_complete(workloads: Iterable[Workload], join: Join) -> Join:
+    """Apply ``join`` to every workload whose facts are complete; return it for the
+    deferred ones, which run it when they complete."""
+    for workload in workloads:
+        if workload.deferred is None:
+            join(workload)
+    return join
+
 
 def build_workloads(
     objects: Iterable[KubeObject],
     index: ObjectIndex | None = None,
+    later: list[Join] | None = None,
 ) -> tuple[list[Workload], list[InvalidDocument]]:
     """Every workload among ``objects``, one per pod template; pod specs that are not
-    mappings become PG003. ``index`` (all objects of the run) resolves DRA claims;
-    without it no claim is found."""
+    mappings become PG003. ``index`` (all objects of the run) resolves DRA claims and
+    controllers; without it no claim or controller is found.
+
+    ``later``: the joins that complete deferred workloads, which the caller appends
+    once it has built them; with it, controlled workloads get their instance facts
+    now and the rest on ``complete()``. Without it every workload is computed in full.
+    """
     dra = DraResolver(index)
-    workloads: list[Workload] = []
+    found: list[tuple[KubeObject, PodTemplate]] = []
     invalid: list[InvalidDocument] = []
     for obj in objects:
         entry = workload_kind(obj.kind, obj.api_version)
@@ -87,54 +148,58 @@ def build_workloads(
             continue
         for template in entry.templates(obj.body):
             pod_spec, path = template.spec, template.path
-            if not isinstance(pod_spec, Mapping):
-                if pod_spec is not None:
-                    line, column = obj.position(path)
-                    invalid.append(
-                        InvalidDocument(
-                            "PG003",
-                            f"{obj.kind} {obj.name or '(unnamed)'}: "
-                            f"pod spec at {path} is not a mapping",
-                            obj.origin,
-                            line,
-                            column,
-                            obj.ref,
-                            path,
-                        )
+            if isinstance(pod_spec, Mapping):
+                found.append((obj, template))
+            elif pod_spec is not None:
+                line, column = obj.position(path)
+                invalid.append(
+                    InvalidDocument(
+                        "PG003",
+                        f"{obj.kind} {obj.name or '(unnamed)'}: "
+                        f"pod spec at {path} is not a mapping",
+                        obj.origin,
+                        line,
+                        column,
+                        obj.ref,
+                        path,
                     )
-                continue
+                )
+    tops = top_controllers([obj for obj, _ in found], index) if index is not None else {}
+    workloads: list[Workload] = []
+    for obj, template in found:
+        top = tops.get(id(obj))
+        deferred = None
+        if top is not None and later is not None:
+            facts = instance_facts(
+                obj, template.spec, template.path, template.template, template.container_fields, dra
+            )
+            deferred = Deferred(template, later)
+        else:
             facts = workload_facts(
                 obj,
-                pod_spec,
+                template.spec,
                 template.metadata,
-                path,
+                template.path,
                 template=template.template,
                 container_fields=template.container_fields,
                 dra=dra,
             )
-            workloads.append(Workload(obj, facts))
-    if index is not None:
-        attach_controllers(workloads, index)
+        if top is not None:
+            facts["controlled"] = True
+            facts["controller"] = f"{top.kind}/{top.name}"
+        workloads.append(Workload(obj, facts, deferred))
     return workloads, invalid
 
 
-def workload_facts(
+def instance_facts(
     obj: KubeObject,
     pod_spec: Mapping[str, Any],
-    pod_meta: Mapping[str, Any],
     path: str,
-    *,
     template: str = "",
     container_fields: tuple[str, ...] = (),
     dra: DraResolver | None = None,
 ) -> dict[str, Any]:
-    """The CEL ``workload`` of one pod template (see the module docstring).
-
-    ``container_fields`` are pod-spec keys holding one container inline (KServe's
-    ``predictor.model``); ``dra`` resolves the pod's resource claims.
-    """
-    containers = list(_containers(pod_spec, path, container_fields))
-    gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]
+    """The facts every workload gets at once (see the module docstring)."""
     namespace = obj.namespace
     dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
     gpu_via_dra = any(claim["gpu"] for claim in dra_claims)
@@ -147,22 +212,59 @@ def workload_facts(
         "template": template,
         "podSpec": pod_spec,
         "podSpecPath": path,
+        "gpu": gpu_via_dra
+        or any(
+            _gpu_names(container)
+            for container, _field, _index, _type in _pod_containers(pod_spec, container_fields)
+        ),
+        "gpuViaDra": gpu_via_dra,
+        "draClaims": dra_claims,
+        "pending": obj.kind == "Pod" and _phase(obj.body) == "Pending",
+        "controlled": False,  # build_workloads sets them from scanner.model.controllers
+        "controller": "",
+    }
+
+
+def workload_facts(
+    obj: KubeObject,
+    pod_spec: Mapping[str, Any],
+    pod_meta: Mapping[str, Any],
+    path: str,
+    *,
+    template: str = "",
+    container_fields: tuple[str, ...] = (),
+    dra: DraResolver | None = None,
+) -> dict[str, Any]:
+    """The CEL ``workload`` of one pod template (see the module docstring), before the
+    model's joins.
+
+    ``container_fields`` are pod-spec keys holding one container inline (KServe's
+    ``predictor.model``); ``dra`` resolves the pod's resource claims.
+    """
+    facts = instance_facts(obj, pod_spec, path, template, container_fields, dra)
+    facts.update(template_facts(pod_spec, pod_meta, path, container_fields))
+    return facts
+
+
+def template_facts(
+    pod_spec: Mapping[str, Any],
+    pod_meta: Mapping[str, Any],
+    path: str,
+    container_fields: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The facts of a pod template that are not instance facts."""
+    containers = list(_containers(pod_spec, path, container_fields))
+    return {
         "podLabels": _string_map(pod_meta.get("labels")),
         "podAnnotations": _string_map(pod_meta.get("annotations")),
         "containers": containers,
-        "gpu": bool(gpu_resources) or gpu_via_dra,
-        "gpuResources": gpu_resources,
-        "gpuViaDra": gpu_via_dra,
-        "draClaims": dra_claims,
+        "gpuResources": [entry for container in containers for entry in _gpu_entries(container)],
         "runtimeClassName": _text(pod_spec.get("runtimeClassName")),
         "serviceAccountName": _text(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
         ),
         "selectedLabels": selected_labels(pod_spec),
         "tolerations": [t for t in _list(pod_spec.get("tolerations")) if isinstance(t, Mapping)],
-        "pending": obj.kind == "Pod" and _phase(obj.body) == "Pending",
-        "controlled": False,  # scanner.model.controllers resolves them
-        "controller": "",
     }
 
 
@@ -171,25 +273,33 @@ def _phase(body: Mapping[str, Any]) -> object:
     return status.get("phase") if isinstance(status, Mapping) else None
 
 
-def _containers(
-    pod_spec: Mapping[str, Any], pod_path: str, inline_fields: tuple[str, ...] = ()
-) -> Iterator[dict[str, Any]]:
+def _pod_containers(
+    pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...] = ()
+) -> Iterator[tuple[Mapping[str, Any], str, int, str]]:
+    """Every container of the pod spec: (container, pod-spec field, list index or -1 for
+    an inline container, container type)."""
     for field_name, container_type in CONTAINER_FIELDS:
         if field_name == "containers":
             # Inline containers (KServe framework specs) run beside the listed ones.
             for inline in inline_fields:
                 container = pod_spec.get(inline)
                 if isinstance(container, Mapping):
-                    yield _container(
-                        container,
-                        join_path(pod_path, inline),
-                        container_type,
-                        INLINE_CONTAINER_NAME,
-                    )
-        list_path = join_path(pod_path, field_name)
+                    yield container, inline, -1, container_type
         for index, container in enumerate(_list(pod_spec.get(field_name))):
             if isinstance(container, Mapping):
-                yield _container(container, join_path(list_path, index), container_type)
+                yield container, field_name, index, container_type
+
+
+def _containers(
+    pod_spec: Mapping[str, Any], pod_path: str, inline_fields: tuple[str, ...] = ()
+) -> Iterator[dict[str, Any]]:
+    for container, field_name, index, container_type in _pod_containers(pod_spec, inline_fields):
+        if index < 0:
+            path = join_path(pod_path, field_name)
+            yield _container(container, path, container_type, INLINE_CONTAINER_NAME)
+        else:
+            path = join_path(join_path(pod_path, field_name), index)
+            yield _container(container, path, container_type)
 
 
 def _container(
@@ -212,17 +322,15 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
     (the positive whole number, or 0 when the quantity is not one) and
     ``limitPath``/``requestPath``.
     """
-    resources = container.get("resources")
-    if not isinstance(resources, Mapping):
+    names = _gpu_names(container)
+    if not names:
         return []
+    resources = container["resources"]
     path = join_path(container["path"], "resources")
     limits = resources.get("limits")
     requests = resources.get("requests")
     limits = limits if isinstance(limits, Mapping) else {}
     requests = requests if isinstance(requests, Mapping) else {}
-    names = sorted(
-        {key for key in (*limits, *requests) if isinstance(key, str) and GPU_RESOURCE.match(key)}
-    )
     return [
         {
             "name": name,
@@ -239,6 +347,18 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         for name in names
     ]
+
+
+def _gpu_names(container: Mapping[str, Any]) -> list[str]:
+    """The GPU resource names a container has in ``limits`` or ``requests``, sorted."""
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return []
+    names: set[str] = set()
+    for section in (resources.get("limits"), resources.get("requests")):
+        if isinstance(section, Mapping):
+            names.update(key for key in section if isinstance(key, str) and GPU_RESOURCE.match(key))
+    return sorted(names)
 
 
 def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
