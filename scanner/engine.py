@@ -12,7 +12,7 @@ forked child (``scanner.forking``) and its findings join in subject order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -66,122 +66,127 @@ def evaluate(
         if not rule.builtin:
             by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
 
-    def run(half: Callable[[Sequence[Subject]], Sequence[Subject]]) -> _Part:
-        """Evaluate ``half`` of each subject type's subjects."""
-        parts: dict[str, list[Finding]] = {}
+    def run(share: int, shares: int) -> _Part:
+        """Evaluate chunk ``share`` of every ``shares`` consecutive chunks of each
+        subject type's subjects (``CHUNK`` subjects each)."""
+        parts: dict[str, list[list[Finding]]] = {}
         counted = 0
         for subject_type, type_rules in by_type.items():
-            found = parts[subject_type] = []
+            items = subjects.get(subject_type, ())
+            chunks = parts[subject_type] = []
             # The rules that apply to a subject depend on its kind and on the kind of the
             # controller that stands for it; the list is worked out once per combination.
             plans: dict[tuple[str, str], list[_Step]] = {}
-            for subject in half(subjects.get(subject_type, ())):
-                obj = subject.obj
-                if obj.context_only:
-                    continue
-                counted += 1
-                variables = subject.variables
-                # A controlled workload runs its controller's current template, which the
-                # controller's findings cover: a rule that reports on the controller's kind
-                # skips it, unless it checks running instances.
-                facts = variables.get("workload") if subject_type == "workload" else None
-                controller = ""
-                if isinstance(facts, Mapping) and facts.get("controlled") is True:
-                    controller = str(facts.get("controller", "")).partition("/")[0]
-                body = obj.body
-                steps = plans.get((obj.kind, controller))
-                if steps is None:
-                    steps = plans[(obj.kind, controller)] = [
-                        _Step(
-                            rule,
-                            guards.get(rule.id),
-                            rule.id in iterating_conditions,
-                            rule.id in iterating,
-                            params_keys[rule.id],
-                        )
-                        for rule in type_rules
-                        if (not rule.kinds or obj.kind in rule.kinds)
-                        and not (
-                            controller
-                            and not rule.controlled
-                            and (not rule.kinds or controller in rule.kinds)
-                        )
-                    ]
-                activations: dict[str, Any] = {}
-                for step in steps:
-                    rule, guard = step.rule, step.guard
-                    # The condition is false, decided without CEL. (An oversized subject is
-                    # refused before a condition with comprehensions runs, in _run_rule, so
-                    # such a condition is guarded only once the subject's size is known.)
-                    if (
-                        guard is not None
-                        and not step.condition_iterates
-                        and guard.rejects(variables, body)
-                    ):
+            for start in range(share * CHUNK, len(items), shares * CHUNK):
+                found: list[Finding] = []
+                chunks.append(found)
+                for subject in items[start : start + CHUNK]:
+                    obj = subject.obj
+                    if obj.context_only:
                         continue
-                    refuse = None
-                    if step.iterates:
-                        if id(body) not in measured:
-                            measured[id(body)] = oversize("object", body)
-                        refuse = measured[id(body)]
+                    counted += 1
+                    variables = subject.variables
+                    # A controlled workload runs its controller's current template, which the
+                    # controller's findings cover: a rule that reports on the controller's kind
+                    # skips it, unless it checks running instances.
+                    facts = variables.get("workload") if subject_type == "workload" else None
+                    controller = ""
+                    if isinstance(facts, Mapping) and facts.get("controlled") is True:
+                        controller = str(facts.get("controller", "")).partition("/")[0]
+                    body = obj.body
+                    steps = plans.get((obj.kind, controller))
+                    if steps is None:
+                        steps = plans[(obj.kind, controller)] = [
+                            _Step(
+                                rule,
+                                guards.get(rule.id),
+                                rule.id in iterating_conditions,
+                                rule.id in iterating,
+                                params_keys[rule.id],
+                            )
+                            for rule in type_rules
+                            if (not rule.kinds or obj.kind in rule.kinds)
+                            and not (
+                                controller
+                                and not rule.controlled
+                                and (not rule.kinds or controller in rule.kinds)
+                            )
+                        ]
+                    activations: dict[str, Any] = {}
+                    for step in steps:
+                        rule, guard = step.rule, step.guard
+                        # The condition is false, decided without CEL. (An oversized subject is
+                        # refused before a condition with comprehensions runs, in _run_rule, so
+                        # such a condition is guarded only once the subject's size is known.)
                         if (
                             guard is not None
-                            and step.condition_iterates
-                            and refuse is None
+                            and not step.condition_iterates
                             and guard.rejects(variables, body)
                         ):
                             continue
-                    activation = activations.get(step.params_key)
-                    if activation is None:
-                        if subject.complete is not None:
-                            subject.complete()  # deferred facts: before CEL reads them
-                        data = {
-                            **globals_,
-                            **variables,
-                            "object": body,
-                            "subjectRef": obj.ref.logical_name,
-                        }
-                        data["params"] = rule.params
-                        data["variables"] = {}
-                        activation = activations[step.params_key] = engine.activation(data)
-                    found.extend(
-                        _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
-                    )
+                        refuse = None
+                        if step.iterates:
+                            if id(body) not in measured:
+                                measured[id(body)] = oversize("object", body)
+                            refuse = measured[id(body)]
+                            if (
+                                guard is not None
+                                and step.condition_iterates
+                                and refuse is None
+                                and guard.rejects(variables, body)
+                            ):
+                                continue
+                        activation = activations.get(step.params_key)
+                        if activation is None:
+                            if subject.complete is not None:
+                                subject.complete()  # deferred facts: before CEL reads them
+                            data = {
+                                **globals_,
+                                **variables,
+                                "object": body,
+                                "subjectRef": obj.ref.logical_name,
+                            }
+                            data["params"] = rule.params
+                            data["variables"] = {}
+                            activation = activations[step.params_key] = engine.activation(data)
+                        found.extend(
+                            _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
+                        )
         return _Part(parts, counted)
 
-    # Two halves on two cores when there is enough to do (scanner/forking.py); the
-    # halves join in subject order, so the findings are those of one process.
+    # Two shares on two cores when there is enough to do (scanner/forking.py): chunks
+    # alternate between them, so each gets its part of every kind of subject and the
+    # child copies few pages it does not read. Chunks join in subject order, so the
+    # findings are those of one process.
+    shares: Sequence[_Part]
     if sum(len(subjects.get(kind, ())) for kind in by_type) >= PARALLEL_FROM:
-        first, second = forking.in_two(lambda: run(_first_half), lambda: run(_second_half))
+        shares = forking.in_two(lambda: run(0, 2), lambda: run(1, 2))
     else:
-        first, second = run(_all), _Part({}, 0)
+        shares = (run(0, 1),)
     for subject_type in by_type:
-        result.findings.extend(first.findings.get(subject_type, ()))
-        result.findings.extend(second.findings.get(subject_type, ()))
-    result.subjects = first.subjects + second.subjects
+        chunks = [share.findings[subject_type] for share in shares]
+        for index in range(max(len(found) for found in chunks)):
+            for found in chunks:
+                if index < len(found):
+                    result.findings.extend(found[index])
+    result.subjects = sum(share.subjects for share in shares)
     return result
 
 
 PARALLEL_FROM: Final = 1_000
 """Subjects from which evaluating on two processes pays (fork, pickling the findings)."""
 
+CHUNK: Final = 64
+"""Consecutive subjects evaluated by one process: large enough that the child copies
+few pages holding subjects it does not evaluate, small enough to share the work
+evenly (subject types are laid out kind by kind, and kinds cost very differently)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    findings: dict[str, list[Finding]]
+    findings: dict[str, list[list[Finding]]]
+    """Subject type -> the findings of each chunk this process evaluated, in order."""
     subjects: int
-
-
-def _all(items: Sequence[Subject]) -> Sequence[Subject]:
-    return items
-
-
-def _first_half(items: Sequence[Subject]) -> Sequence[Subject]:
-    return items[: (len(items) + 1) // 2]
-
-
-def _second_half(items: Sequence[Subject]) -> Sequence[Subject]:
-    return items[(len(items) + 1) // 2 :]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ def findings(monkeypatch: pytest.MonkeyPatch) -> Run:
     fixtures = [str(REPO / "fixtures" / "rules"), str(REPO / "fixtures" / "scenarios")]
     inventory = load_paths(fixtures, REPO)
     monkeypatch.setattr(engine, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(engine, "CHUNK", 3)  # chunks alternate between the processes
 
     def run(cpus: int) -> list[Finding]:
         monkeypatch.setattr(forking, "cpus", lambda: cpus)
@@ -47,7 +48,9 @@ def test_two_processes_find_what_one_does(findings: Run, monkeypatch: pytest.Mon
     monkeypatch.setattr(forking, "in_two", counting)
     one = findings(1)
     two = findings(2)
-    assert forks and one and two == one
+    monkeypatch.setattr(engine, "CHUNK", 1_000_000)  # one chunk: the plain loop
+    whole = findings(1)
+    assert forks and one and two == one == whole
 
 
 def test_a_failing_child_costs_only_time(findings: Run, monkeypatch: pytest.MonkeyPatch) -> None:
