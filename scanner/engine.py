@@ -20,6 +20,7 @@ from scanner import forking
 from scanner.bindings import bind_rules
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
+from scanner.deferral import reads_instance_facts_only
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.guards import Guard, build_guards
@@ -58,6 +59,11 @@ def evaluate(
         rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
     }
     measured: dict[int, Oversize | None] = {}  # id(object body) -> rule cost limit problem
+    light = {
+        rule.id
+        for rule in rules
+        if reads_instance_facts_only(program.source for program in _programs(rule))
+    }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
     guards = build_guards(rules, engine, globals_, subjects)
@@ -103,6 +109,7 @@ def evaluate(
                                 rule.id in iterating_conditions,
                                 rule.id in iterating,
                                 params_keys[rule.id],
+                                rule.id in light,
                             )
                             for rule in type_rules
                             if (not rule.kinds or obj.kind in rule.kinds)
@@ -113,6 +120,7 @@ def evaluate(
                             )
                         ]
                     activations: dict[str, Any] = {}
+                    pending = subject.complete
                     for step in steps:
                         rule, guard = step.rule, step.guard
                         # The condition is false, decided without CEL. (An oversized subject is
@@ -136,22 +144,33 @@ def evaluate(
                                 and guard.rejects(variables, body)
                             ):
                                 continue
+                        # A controlled workload's deferred facts (scanner/deferral.py): computed
+                        # before a rule that may read them, or after one that failed without.
+                        if pending is not None and not step.light:
+                            pending()
+                            pending = None
+                            activations.clear()
                         activation = activations.get(step.params_key)
                         if activation is None:
-                            if subject.complete is not None:
-                                subject.complete()  # deferred facts: before CEL reads them
-                            data = {
-                                **globals_,
-                                **variables,
-                                "object": body,
-                                "subjectRef": obj.ref.logical_name,
-                            }
-                            data["params"] = rule.params
-                            data["variables"] = {}
-                            activation = activations[step.params_key] = engine.activation(data)
-                        found.extend(
-                            _run_rule(rule, subject, activation, engine, globals_, refs, refuse)
+                            activation = activations[step.params_key] = _activation(
+                                engine, globals_, subject, rule.params
+                            )
+                        results = _run_rule(
+                            rule, subject, activation, engine, globals_, refs, refuse
                         )
+                        if pending is not None and any(
+                            finding.outcome is Outcome.ERROR for finding in results
+                        ):
+                            pending()
+                            pending = None
+                            activations.clear()
+                            activation = activations[step.params_key] = _activation(
+                                engine, globals_, subject, rule.params
+                            )
+                            results = _run_rule(
+                                rule, subject, activation, engine, globals_, refs, refuse
+                            )
+                        found.extend(results)
         return _Part(parts, counted)
 
     # Two shares on two cores when there is enough to do (scanner/forking.py): chunks
@@ -198,6 +217,24 @@ class _Step:
     condition_iterates: bool
     iterates: bool
     params_key: str
+    light: bool
+    """The rule may run on a controlled workload's instance facts (scanner/deferral.py)."""
+
+
+def _activation(
+    engine: Engine, globals_: Mapping[str, Any], subject: Subject, params: Mapping[str, Any]
+) -> Any:
+    """The activation a subject's rules with parameters ``params`` share."""
+    obj = subject.obj
+    data = {
+        **globals_,
+        **subject.variables,
+        "object": obj.body,
+        "subjectRef": obj.ref.logical_name,
+    }
+    data["params"] = params
+    data["variables"] = {}
+    return engine.activation(data)
 
 
 def _run_rule(

@@ -195,14 +195,15 @@ def _split(source: str, operator: str) -> list[str] | None:
     return parts if all(parts) and depth == 0 else None
 
 
-def _strip_strings(text: str) -> str:
+def strip_strings(text: str) -> str:
+    """``text`` with every plain quoted string literal emptied (``"..."`` and ``'...'``)."""
     return re.sub(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", '""', text)
 
 
 def _reads_only_run_values(conjunct: str) -> bool:
     roots = {
         match.group(1)
-        for match in _IDENTIFIER.finditer(_strip_strings(conjunct))
+        for match in _IDENTIFIER.finditer(strip_strings(conjunct))
         if match.group(2) is None  # a function call is not a variable
     }
     return bool(roots & RUN_VARIABLES) and roots <= RUN_VARIABLES | _LITERAL_WORDS

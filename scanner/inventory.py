@@ -144,7 +144,7 @@ class KubeObject:
     @property
     def metadata(self) -> Mapping[str, Any]:
         meta = self.body.get("metadata")
-        return meta if isinstance(meta, Mapping) else {}
+        return meta if meta.__class__ is dict or isinstance(meta, Mapping) else {}
 
     @property
     def name(self) -> str:

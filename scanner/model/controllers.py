@@ -54,68 +54,73 @@ REVISION_HASH: Final = "controller-revision-hash"
 def top_controllers(objects: Sequence[KubeObject], index: ObjectIndex) -> dict[int, KubeObject]:
     """id(object) -> its top controller, for every one of ``objects`` (the objects that
     produced a workload) that is controlled."""
-    producing = {id(obj) for obj in objects}
-    owners: dict[int, KubeObject | None] = {}
+    resolver = _Resolver(index, {id(obj) for obj in objects})
     tops: dict[int, KubeObject] = {}
     for obj in objects:
-        top = top_controller(obj, index, producing, owners)
+        top = resolver.top(obj)
         if top is not None:
             tops[id(obj)] = top
     return tops
-
-
-def top_controller(
-    obj: KubeObject,
-    index: ObjectIndex,
-    producing: set[int] | None = None,
-    owners: dict[int, KubeObject | None] | None = None,
-) -> KubeObject | None:
-    """The topmost controller of ``obj`` under the rules in the module docstring.
-
-    ``producing``: ids of the objects that produced a workload (None: any workload
-    kind counts); ``owners`` memoizes each object's controller across calls.
-    """
-    owners = {} if owners is None else owners
-    current = obj
-    for _ in range(_MAX_DEPTH):
-        key = id(current)
-        if key not in owners:
-            owners[key] = controller_of(current, index, producing)
-        owner = owners[key]
-        if owner is None:
-            break
-        current = owner
-    return None if current is obj else current
 
 
 _MAX_DEPTH: Final = 2
 """Pod -> ReplicaSet -> Deployment is the longest chain of built-in controllers."""
 
 
-def controller_of(
-    obj: KubeObject, index: ObjectIndex, producing: set[int] | None = None
-) -> KubeObject | None:
-    """The controller whose current template ``obj`` runs, or None."""
-    edges = CONTROLLER_EDGES.get(obj.kind)
-    if edges is None or obj.origin.source_type != LIVE:
-        return None
-    reference = _controller_reference(obj)
-    if reference is None:
-        return None
-    group, kind, name, uid = reference
-    if (group, kind) not in edges:
-        return None
-    owner = index.get(kind, obj.namespace, name)
-    if (
-        owner is None
-        or owner.context_only
-        or owner.origin.source_type != LIVE
-        or _group(owner.api_version) != group
-        or owner.metadata.get("uid") != uid
-        or (producing is not None and id(owner) not in producing)
-    ):
-        return None
-    return owner if _runs_current_template(obj, owner) else None
+class _Resolver:
+    """Controllers under the rules in the module docstring, each looked up once.
+
+    ``producing``: ids of the objects that produced a workload. An owner's current
+    template (what a Pod or ReplicaSet must carry to run it) is worked out once per
+    owner, not once per replica.
+    """
+
+    def __init__(self, index: ObjectIndex, producing: set[int]) -> None:
+        self.index = index
+        self.producing = producing
+        self.owners: dict[int, KubeObject | None] = {}
+        self.current: dict[int, object] = {}
+
+    def top(self, obj: KubeObject) -> KubeObject | None:
+        """The topmost controller of ``obj``, or None."""
+        current = obj
+        for _ in range(_MAX_DEPTH):
+            key = id(current)
+            if key in self.owners:
+                owner = self.owners[key]
+            else:
+                owner = self.owners[key] = self.controller_of(current)
+            if owner is None:
+                break
+            current = owner
+        return None if current is obj else current
+
+    def controller_of(self, obj: KubeObject) -> KubeObject | None:
+        """The controller whose current template ``obj`` runs, or None."""
+        ref = obj.ref
+        edges = CONTROLLER_EDGES.get(ref.kind)
+        if edges is None or obj.origin.source_type != LIVE:
+            return None
+        reference = _controller_reference(obj)
+        if reference is None:
+            return None
+        group, kind, name, uid = reference
+        if (group, kind) not in edges:
+            return None
+        owner = self.index.get(kind, ref.namespace, name)
+        if (
+            owner is None
+            or id(owner) not in self.producing
+            or owner.context_only
+            or owner.origin.source_type != LIVE
+            or _group(owner.api_version) != group
+            or owner.metadata.get("uid") != uid
+        ):
+            return None
+        key = id(owner)
+        if key not in self.current:
+            self.current[key] = _current_template(owner)
+        return owner if _runs(obj, owner.kind, self.current[key]) else None
 
 
 def _controller_reference(obj: KubeObject) -> tuple[str, str, str, str] | None:
@@ -136,20 +141,39 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
-def _runs_current_template(obj: KubeObject, owner: KubeObject) -> bool:
-    if owner.kind == "Deployment":  # obj is a ReplicaSet
-        return bool(_template(obj, without=TEMPLATE_HASH) == _template(owner))
-    labels = _labels(obj.metadata)
+def _current_template(owner: KubeObject) -> object:
+    """What an object must carry to run ``owner``'s current template (see ``_runs``)."""
+    if owner.kind == "Deployment":
+        return _template(owner)
     if owner.kind == "ReplicaSet":
         wanted = _labels(_mapping(_mapping(owner.body.get("spec")).get("template")).get("metadata"))
-        return TEMPLATE_HASH not in wanted or labels.get(TEMPLATE_HASH) == wanted[TEMPLATE_HASH]
+        return wanted.get(TEMPLATE_HASH, _ANY)
     if owner.kind == "StatefulSet":
         revision = _mapping(owner.body.get("status")).get("updateRevision")
-        return isinstance(revision, str) and labels.get(REVISION_HASH) == revision
+        return revision if isinstance(revision, str) else _NONE
     if owner.kind == "DaemonSet":
         strategy = _mapping(_mapping(owner.body.get("spec")).get("updateStrategy")).get("type")
-        return strategy != "OnDelete"
-    return True  # a Job's template cannot change
+        return _NONE if strategy == "OnDelete" else _ANY
+    return _ANY  # a Job's template cannot change
+
+
+_ANY: Final = object()
+"""Any template an object runs is the owner's current one."""
+_NONE: Final = object()
+"""No template an object runs can be told to be the owner's current one."""
+
+
+def _runs(obj: KubeObject, owner_kind: str, current: object) -> bool:
+    """Whether ``obj`` runs the template ``_current_template`` found for its owner."""
+    if current is _ANY:
+        return True
+    if current is _NONE:
+        return False
+    if owner_kind == "Deployment":  # obj is a ReplicaSet
+        return bool(_template(obj, without=TEMPLATE_HASH) == current)
+    labels = _mapping(obj.metadata.get("labels"))
+    key = TEMPLATE_HASH if owner_kind == "ReplicaSet" else REVISION_HASH
+    return bool(labels.get(key) == current)
 
 
 def _template(obj: KubeObject, without: str = "") -> Any:

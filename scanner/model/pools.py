@@ -94,7 +94,12 @@ def attach_targets(
     names — rather than node by node.
     """
     targeting = _Targeting(pools, config, trust_domain)
-    complete = [workload for workload in workloads if workload.deferred is None]
+    complete = []
+    for workload in workloads:
+        if workload.deferred is None:
+            complete.append(workload)
+        else:  # instance facts (INSTANCE_FACTS); the targets come with the rest
+            targeting.place(workload.facts)
     tenants: dict[str, dict[str, dict[str, Any]]] = {pool.facts["name"]: {} for pool in pools}
     for workload in complete:
         facts = workload.facts
@@ -147,11 +152,15 @@ class _Targeting:
         self.pools = {pool.facts["name"]: pool.facts for pool in pools}
         self.finished = False
 
+    def place(self, facts: dict[str, Any]) -> None:
+        """Set ``poolsKnown`` and ``trustDomain`` on one workload's facts."""
+        facts["poolsKnown"] = self.known
+        facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
+
     def target(self, facts: dict[str, Any]) -> None:
         """Set ``poolsKnown``, ``trustDomain`` and ``targets`` on one workload's facts."""
-        facts["poolsKnown"] = self.known
+        self.place(facts)
         facts["targets"] = []
-        facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
         if not facts["gpu"] or not self.known:
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})

@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from scanner.inventory import InvalidDocument, KubeObject, join_path
 from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, workload_kind
@@ -100,6 +100,33 @@ class Workload:
                 join(self)
         return self.facts
 
+
+INSTANCE_FACTS: Final = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "name",
+        "namespace",
+        "namespaceSet",
+        "template",
+        "podSpec",
+        "podSpecPath",
+        "gpu",
+        "gpuViaDra",
+        "draClaims",
+        "pending",
+        "controlled",
+        "controller",
+        # set by the model's joins on every workload
+        "ns",
+        "runningNode",
+        "runningShared",
+        "poolsKnown",
+        "trustDomain",
+    }
+)
+"""The facts a deferred workload has before ``complete()`` (scanner/deferral.py relies
+on the list being exact; a test compares it with the facts)."""
 
 Join = Callable[[Workload], None]
 """A model join for one workload: sets facts that depend on other objects."""
@@ -200,26 +227,23 @@ def instance_facts(
     dra: DraResolver | None = None,
 ) -> dict[str, Any]:
     """The facts every workload gets at once (see the module docstring)."""
-    namespace = obj.namespace
+    ref = obj.ref  # the identity, read once
+    namespace = ref.namespace
     dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
     gpu_via_dra = any(claim["gpu"] for claim in dra_claims)
     return {
-        "apiVersion": obj.api_version,
-        "kind": obj.kind,
-        "name": obj.name,
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "name": ref.name,
         "namespace": namespace or "default",
         "namespaceSet": bool(namespace),
         "template": template,
         "podSpec": pod_spec,
         "podSpecPath": path,
-        "gpu": gpu_via_dra
-        or any(
-            _gpu_names(container)
-            for container, _field, _index, _type in _pod_containers(pod_spec, container_fields)
-        ),
+        "gpu": gpu_via_dra or _uses_gpu(pod_spec, container_fields),
         "gpuViaDra": gpu_via_dra,
         "draClaims": dra_claims,
-        "pending": obj.kind == "Pod" and _phase(obj.body) == "Pending",
+        "pending": ref.kind == "Pod" and _phase(obj.body) == "Pending",
         "controlled": False,  # build_workloads sets them from scanner.model.controllers
         "controller": "",
     }
@@ -347,6 +371,37 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         for name in names
     ]
+
+
+def _uses_gpu(pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...]) -> bool:
+    """Whether a container of the pod spec names a GPU resource: ``_gpu_names`` of
+    ``_pod_containers``, without building either (it runs on every replica pod)."""
+    for field_name, _type in CONTAINER_FIELDS:
+        containers = pod_spec.get(field_name)
+        if isinstance(containers, list):
+            for container in containers:
+                if isinstance(container, Mapping) and _names_gpu(container):
+                    return True
+    return any(
+        isinstance(container, Mapping) and _names_gpu(container)
+        for container in map(pod_spec.get, inline_fields)
+    )
+
+
+def _names_gpu(container: Mapping[str, Any]) -> bool:
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return False
+    for section in (resources.get("limits"), resources.get("requests")):
+        if isinstance(section, Mapping):
+            for key in section:
+                if (
+                    isinstance(key, str)
+                    and key.startswith("nvidia.com/")
+                    and GPU_RESOURCE.match(key)
+                ):
+                    return True
+    return False
 
 
 def _gpu_names(container: Mapping[str, Any]) -> list[str]:

@@ -19,8 +19,10 @@ import pytest
 import scanner.pipeline
 from benchmarks.snapshot import write_snapshot
 from scanner import audit
+from scanner.deferral import reads_instance_facts_only
 from scanner.inventory import Inventory
 from scanner.model import Model, build_model
+from scanner.model.workloads import INSTANCE_FACTS
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
 
@@ -28,13 +30,16 @@ DUMP = Path(__file__).parents[1] / "audit" / "controlled" / "dump.yaml"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
 
+def generated(directory: Path) -> Path:
+    """The benchmark generator's cluster, small."""
+    path = directory / "cluster.json"
+    write_snapshot(path, nodes=20, pods=300)
+    return path
+
+
 @pytest.fixture(params=["dump", "generated"])
 def snapshot_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    if request.param == "dump":
-        return DUMP
-    path = tmp_path / "cluster.json"
-    write_snapshot(path, nodes=30, pods=600)
-    return path
+    return DUMP if request.param == "dump" else generated(tmp_path)
 
 
 def inventory_of(path: Path) -> Inventory:
@@ -73,6 +78,7 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
     assert facts["gpu"] and not facts["pending"]
     assert facts["runningShared"] and facts["ns"]["name"] == "team-a"
     assert "containers" not in facts and "targets" not in facts
+    assert set(facts) == INSTANCE_FACTS  # exact: scanner/deferral.py relies on it
     complete = pod.complete()
     assert complete is facts  # completed in place: subjects already hold this dict
     assert {"containers", "targets", "diagnosis", "serviceAccount", "volumes"} <= set(facts)
@@ -94,33 +100,83 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
     }
 
 
-CONTAINER_RULE = textwrap.dedent(
-    """\
-    id: ACME001
-    name: pod-container-images
-    level: warning
-    summary: Reports every container image of a pod (reads template facts of controlled pods).
-    description: A rule of one's own that reads template facts on every pod.
-    remediation: None; it is a test.
-    subject: workload
-    match:
-      kinds: [Pod]
-    violations: |
-      workload.containers.map(c, {"message": c.name + " runs " + c.image
-        + " as " + string(c.security.runAsNonRoot) + " via " + workload.serviceAccount.name,
-        "path": c.path})
-    """
+@pytest.mark.parametrize(
+    ("source", "light"),
+    [
+        ("workload.gpu && workload.pending", True),
+        ("workload.controlled ? [] : workload.targets", True),
+        ("workload.containers.map(c, c.name)", True),  # fails on instance facts: retried
+        ("has(workload.runningNode.name) && has(workload.ns)", True),
+        ('"workload.targets" + workload.name', True),
+        ("has(workload.targets)", False),  # would answer false instead of failing
+        ("has( workload . diagnosis )", False),
+        ('"targets" in workload', False),
+        ("size(workload) > 3", False),
+        ("workload.all(k, k != '')", False),
+        ('workload["containers"]', False),
+        ('workload.name + r"\\"', False),
+        ('workload.name + """x"""', False),
+        ("workload.name // comment", False),
+    ],
 )
+def test_which_rules_run_on_instance_facts(source: str, light: bool) -> None:
+    assert reads_instance_facts_only([source]) is light
 
 
-@pytest.mark.parametrize("engine", ["cpp", "python"])
+def rule_file(rule_id: str, violations: str) -> str:
+    return textwrap.dedent(
+        f"""\
+        id: {rule_id}
+        name: reads-template-facts-{rule_id.lower()}
+        level: warning
+        summary: Reads facts a controlled pod gets only when complete.
+        description: A rule of one's own that reads template facts on every pod.
+        remediation: None; it is a test.
+        subject: workload
+        match:
+          kinds: [Pod]
+        violations: |
+          {violations}
+        """
+    )
+
+
+CUSTOM_RULES = {
+    # light: fails on the instance facts, then runs again on the complete ones
+    "ACME001": 'workload.containers.map(c, {"message": c.name + " runs " + c.image'
+    ' + " as " + string(c.security.runAsNonRoot) + " via " + workload.serviceAccount.name,'
+    ' "path": c.path})',
+    # not light: has() on a deferred fact must see the complete facts
+    "ACME002": '[{"message": has(workload.targets) ? "targets known" : "no targets"}]',
+    # light: || drops the failure only where the instance facts decide alone
+    "ACME003": '(workload.pending || size(workload.containers) > 1) ? [{"message": "x"}] : []',
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "rule_id", "source"),
+    [
+        *(("cpp", rule_id, source) for rule_id in CUSTOM_RULES for source in ("dump", "generated")),
+        ("cpp", "all", "dump"),
+        ("cpp", "all", "generated"),
+        ("python", "all", "dump"),  # the pure-Python engine is slow on the generated one
+    ],
+)
 def test_findings_do_not_depend_on_deferring(
-    engine: str, snapshot_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str,
+    rule_id: str,
+    source: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A rule of one's own may read any fact of a controlled pod: it is completed first."""
+    """A rule of one's own may read any fact of a controlled pod, on its own (the pod
+    still waits when it runs) or after other rules."""
+    snapshot_path = DUMP if source == "dump" else generated(tmp_path)
     rules = tmp_path / "rules"
     rules.mkdir()
-    (rules / "ACME001.yaml").write_text(CONTAINER_RULE)
+    chosen = list(CUSTOM_RULES) if rule_id == "all" else [rule_id]
+    for chosen_id in chosen:
+        (rules / f"{chosen_id}.yaml").write_text(rule_file(chosen_id, CUSTOM_RULES[chosen_id]))
     ruleset = load_ruleset(ScanOptions(rule_dirs=[rules], engine=engine, enable_all=True))
     capture = snapshot.read(str(snapshot_path))
 
@@ -136,5 +192,7 @@ def test_findings_do_not_depend_on_deferring(
     )
     at_once = run()
     assert deferring == at_once
-    custom = [f for f in deferring if f[0] == "ACME001"]
-    assert any("/Pod/" in uri for _, uri, _, _ in custom), "controlled pods were checked"
+    for chosen_id in chosen:
+        custom = [f for f in deferring if f[0] == chosen_id]
+        assert any("/Pod/" in uri for _, uri, _, _ in custom), "controlled pods were checked"
+    assert not [f for f in deferring if "could not be evaluated" in f[3]]
