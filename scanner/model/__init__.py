@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from scanner.config import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
@@ -29,18 +30,21 @@ from scanner.model.pools import (
 from scanner.model.rbac import rbac_facts
 from scanner.model.workloads import Join, Workload, build_workloads
 
+_NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
 
-@dataclass(frozen=True, slots=True)
-class Subject:
+
+class Subject(NamedTuple):
     """What a rule is evaluated on: an object, plus the facts the model derived for it.
 
     ``variables`` are the CEL variables particular to this subject
     (``{"workload": {...}}``); the engine always binds ``object`` to ``obj.body``.
+    (A tuple: a live audit makes one per object and per pod template, 236,000 for
+    100,000 pods, and a frozen dataclass takes four times as long to build.)
     """
 
     type: str
     obj: KubeObject
-    variables: Mapping[str, Any] = field(default_factory=dict)
+    variables: Mapping[str, Any] = _NO_VARIABLES
     complete: Callable[[], object] | None = None
     """Computes the rest of ``variables`` in place (a controlled workload's deferred
     facts, ``scanner.model.workloads``): the engine calls it before CEL reads them."""
