@@ -3,10 +3,12 @@
 Matching is cheap first (subject type, kind set, controlled workloads that a
 template rule leaves to their controller, guards decided in Python), then the
 optional CEL ``match.condition``. Each subject gets one activation per distinct
-parameter set, built once and shared by every rule. A CEL error on one subject
-becomes a finding with outcome ``error`` for that rule and subject; the run goes
-on. With enough subjects, the second half of each subject type is evaluated in a
-forked child (``scanner.forking``) and its findings join in subject order.
+parameter set, built once and shared by every rule. A controlled workload's deferred
+facts are completed before the first rule that needs them (``scanner.deferral``).
+A CEL error on one subject becomes a finding with outcome ``error`` for that rule
+and subject; the run goes on. With enough subjects, every other chunk of each
+subject type is evaluated in a forked child (``scanner.forking``) and the findings
+join in subject order.
 """
 
 from __future__ import annotations
@@ -150,33 +152,28 @@ def evaluate(
                             pending()
                             pending = None
                             activations.clear()
-                        activation = activations.get(step.params_key)
-                        if activation is None:
-                            activation = activations[step.params_key] = _activation(
-                                engine, globals_, subject, rule.params
-                            )
-                        results = _run_rule(
-                            rule, subject, activation, engine, globals_, refs, refuse
-                        )
-                        if pending is not None and any(
-                            finding.outcome is Outcome.ERROR for finding in results
-                        ):
-                            pending()
-                            pending = None
-                            activations.clear()
-                            activation = activations[step.params_key] = _activation(
-                                engine, globals_, subject, rule.params
-                            )
+                        while True:
+                            activation = activations.get(step.params_key)
+                            if activation is None:
+                                activation = activations[step.params_key] = _activation(
+                                    engine, globals_, subject, rule.params
+                                )
                             results = _run_rule(
                                 rule, subject, activation, engine, globals_, refs, refuse
                             )
+                            if pending is None or all(
+                                finding.outcome is not Outcome.ERROR for finding in results
+                            ):
+                                break
+                            pending()  # then the rule again, on the complete facts
+                            pending = None
+                            activations.clear()
                         found.extend(results)
         return _Part(parts, counted)
 
     # Two shares on two cores when there is enough to do (scanner/forking.py): chunks
-    # alternate between them, so each gets its part of every kind of subject and the
-    # child copies few pages it does not read. Chunks join in subject order, so the
-    # findings are those of one process.
+    # alternate between them, so each gets its part of every kind of subject. Chunks
+    # join in subject order, so the findings are those of one process.
     shares: Sequence[_Part]
     if sum(len(subjects.get(kind, ())) for kind in by_type) >= PARALLEL_FROM:
         shares = forking.in_two(lambda: run(0, 2), lambda: run(1, 2))
@@ -196,9 +193,9 @@ PARALLEL_FROM: Final = 1_000
 """Subjects from which evaluating on two processes pays (fork, pickling the findings)."""
 
 CHUNK: Final = 64
-"""Consecutive subjects evaluated by one process: large enough that the child copies
-few pages holding subjects it does not evaluate, small enough to share the work
-evenly (subject types are laid out kind by kind, and kinds cost very differently)."""
+"""Consecutive subjects evaluated by one process: small enough to share the work
+evenly (subject types are laid out kind by kind, and kinds cost very differently),
+large enough that chunk bookkeeping costs nothing."""
 
 
 @dataclass(frozen=True, slots=True)

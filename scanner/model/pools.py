@@ -83,8 +83,8 @@ def attach_targets(
     trust_domain: Mapping[str, str],
 ) -> Join:
     """Give every GPU workload its ``targets`` and ``diagnosis``, and every pool its
-    ``tenants`` (``join_complete``: a deferred workload gets its targets when it
-    completes; a controlled one counts as its controller, so is no tenant).
+    ``tenants``; return the join that does it for a deferred workload when it
+    completes. A controlled workload counts as its controller, so is no tenant.
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
     which are not tenants). Cost stays near linear: workloads with the same node

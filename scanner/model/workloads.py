@@ -36,14 +36,15 @@ Which kinds carry pod templates, and where, is the table in ``scanner.kinds``.
 A controlled workload's facts are computed in two steps. A live cluster has a pod per
 replica, and nearly every pod is controlled: the template rules skip it, and the rules
 about running instances (PG201, PG603) read only a few facts before their condition
-decides. So the model gives a controlled workload its *instance facts* at once (the
-identity of the object, ``podSpec``, ``gpu``, ``draClaims``, ``pending``,
-``controlled``; then ``ns``, ``runningNode`` and ``runningShared`` from the model's
-joins) and the rest when a rule first gets past its guard on it
-(``Workload.complete``): the template facts above, then the joins that
-``build_model`` registered (targets, service account, RuntimeClass, pod security,
-signatures). Complete facts are the same as those computed at once; the tests
-compare the two on every fixture.
+decides. So the model gives a controlled workload its *instance facts* at once
+(``INSTANCE_FACTS``: the identity of the object, ``podSpec``, ``gpu``, ``draClaims``,
+``pending``, ``controlled``; then ``ns``, ``runningNode``, ``runningShared``,
+``trustDomain`` and ``poolsKnown`` from the model's joins) and the rest when a rule
+needs it (``Workload.complete``, called by the engine as ``scanner.deferral``
+decides): the template facts above, then the joins that ``build_model`` registered
+(targets, service account, RuntimeClass, pod security, signatures). Complete facts
+are the same as those computed at once (``build_model(defer=False)``); the tests
+compare the two on live snapshots, the only input with controlled workloads.
 """
 
 from __future__ import annotations
@@ -133,14 +134,14 @@ Join = Callable[[Workload], None]
 
 
 class Deferred:
-    """The template of a controlled workload whose remaining facts wait for a rule."""
+    """The template of a controlled workload whose remaining facts wait for a rule, and
+    the joins to run then (the list ``build_model`` fills once the workloads exist)."""
 
     __slots__ = ("done", "joins", "template")
 
     def __init__(self, template: PodTemplate, joins: Sequence[Join]) -> None:
         self.template = template
         self.joins = joins
-        """The joins ``build_model`` registers (a list it fills after the workloads)."""
         self.done = False
 
 
@@ -297,33 +298,25 @@ def _phase(body: Mapping[str, Any]) -> object:
     return status.get("phase") if isinstance(status, Mapping) else None
 
 
-def _pod_containers(
-    pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...] = ()
-) -> Iterator[tuple[Mapping[str, Any], str, int, str]]:
-    """Every container of the pod spec: (container, pod-spec field, list index or -1 for
-    an inline container, container type)."""
+def _containers(
+    pod_spec: Mapping[str, Any], pod_path: str, inline_fields: tuple[str, ...] = ()
+) -> Iterator[dict[str, Any]]:
     for field_name, container_type in CONTAINER_FIELDS:
         if field_name == "containers":
             # Inline containers (KServe framework specs) run beside the listed ones.
             for inline in inline_fields:
                 container = pod_spec.get(inline)
                 if isinstance(container, Mapping):
-                    yield container, inline, -1, container_type
+                    yield _container(
+                        container,
+                        join_path(pod_path, inline),
+                        container_type,
+                        INLINE_CONTAINER_NAME,
+                    )
+        list_path = join_path(pod_path, field_name)
         for index, container in enumerate(_list(pod_spec.get(field_name))):
             if isinstance(container, Mapping):
-                yield container, field_name, index, container_type
-
-
-def _containers(
-    pod_spec: Mapping[str, Any], pod_path: str, inline_fields: tuple[str, ...] = ()
-) -> Iterator[dict[str, Any]]:
-    for container, field_name, index, container_type in _pod_containers(pod_spec, inline_fields):
-        if index < 0:
-            path = join_path(pod_path, field_name)
-            yield _container(container, path, container_type, INLINE_CONTAINER_NAME)
-        else:
-            path = join_path(join_path(pod_path, field_name), index)
-            yield _container(container, path, container_type)
+                yield _container(container, join_path(list_path, index), container_type)
 
 
 def _container(
@@ -374,8 +367,8 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _uses_gpu(pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...]) -> bool:
-    """Whether a container of the pod spec names a GPU resource: ``_gpu_names`` of
-    ``_pod_containers``, without building either (it runs on every replica pod)."""
+    """Whether a container of the pod spec (those ``_containers`` yields) names a GPU
+    resource, without building container facts: it runs on every replica pod."""
     for field_name, _type in CONTAINER_FIELDS:
         containers = pod_spec.get(field_name)
         if isinstance(containers, list):
@@ -389,6 +382,7 @@ def _uses_gpu(pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...]) -> bo
 
 
 def _names_gpu(container: Mapping[str, Any]) -> bool:
+    """``bool(_gpu_names(container))``, without building the list."""
     resources = container.get("resources")
     if not isinstance(resources, Mapping):
         return False
