@@ -62,6 +62,8 @@ class LineMap:
 
     def lookup(self, path: str) -> Position | None:
         """The position of ``path``, or of its nearest ancestor that has one."""
+        if not self.positions:  # live objects: no lines to find
+            return None
         full = _prefixed(self.prefix, path)
         while True:
             found = self.positions.get(full)

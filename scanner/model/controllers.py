@@ -79,6 +79,7 @@ class _Resolver:
         self.index = index
         self.producing = producing
         self.owners: dict[int, KubeObject | None] = {}
+        self.owned_by: dict[tuple[str, ...], KubeObject | None] = {}
         self.current: dict[int, object] = {}
 
     def top(self, obj: KubeObject) -> KubeObject | None:
@@ -104,10 +105,28 @@ class _Resolver:
         reference = _controller_reference(obj)
         if reference is None:
             return None
-        group, kind, name, uid = reference
+        key = (ref.namespace, *reference)  # the replicas of one owner share the lookup
+        if key in self.owned_by:
+            owner = self.owned_by[key]
+        else:
+            owner = self.owned_by[key] = self._owner(ref.namespace, edges, *reference)
+        if owner is None:
+            return None
+        return owner if _runs(obj, owner.kind, self.current[id(owner)]) else None
+
+    def _owner(
+        self,
+        namespace: str,
+        edges: frozenset[tuple[str, str]],
+        group: str,
+        kind: str,
+        name: str,
+        uid: str,
+    ) -> KubeObject | None:
+        """The object a controller reference names, if it may control (module docstring)."""
         if (group, kind) not in edges:
             return None
-        owner = self.index.get(kind, ref.namespace, name)
+        owner = self.index.get(kind, namespace, name)
         if (
             owner is None
             or id(owner) not in self.producing
@@ -117,10 +136,9 @@ class _Resolver:
             or owner.metadata.get("uid") != uid
         ):
             return None
-        key = id(owner)
-        if key not in self.current:
-            self.current[key] = _current_template(owner)
-        return owner if _runs(obj, owner.kind, self.current[key]) else None
+        if id(owner) not in self.current:
+            self.current[id(owner)] = _current_template(owner)
+        return owner
 
 
 def _controller_reference(obj: KubeObject) -> tuple[str, str, str, str] | None:
@@ -131,8 +149,17 @@ def _controller_reference(obj: KubeObject) -> tuple[str, str, str, str] | None:
         if isinstance(reference, Mapping) and reference.get("controller") is True:
             api_version, kind = reference.get("apiVersion"), reference.get("kind")
             name, uid = reference.get("name"), reference.get("uid")
-            if all(isinstance(value, str) and value for value in (api_version, kind, name, uid)):
-                return _group(str(api_version)), str(kind), str(name), str(uid)
+            if (
+                isinstance(api_version, str)
+                and isinstance(kind, str)
+                and isinstance(name, str)
+                and isinstance(uid, str)
+                and api_version
+                and kind
+                and name
+                and uid
+            ):
+                return _group(api_version), kind, name, uid
             return None
     return None
 
