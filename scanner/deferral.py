@@ -2,23 +2,24 @@
 
 A controlled workload (``scanner.model.workloads``) waits with its instance facts
 (``INSTANCE_FACTS``) until a rule needs the rest. A rule *reads instance facts only*
-when none of its expressions can tell a missing fact from a present one without
-failing:
+when its expressions never read any other fact of ``workload``:
 
-* every ``workload`` it names is followed by a field (``workload.gpu``), never used
+* every ``workload`` they name is followed by a field (``workload.gpu``), never used
   whole (``size(workload)``, ``"targets" in workload``, ``workload.all(...)``,
-  ``workload[key]``);
-* ``has()`` tests only instance facts when it tests a field of ``workload`` itself.
+  ``workload[key]``), and that field is an instance fact;
+* except in the ``else`` branch of a conditional on ``workload.controlled`` alone
+  (``(workload.controlled ? [] : workload.targets)``): a deferred workload is
+  controlled, so that branch is never evaluated on one.
 
-Such a rule is evaluated on the instance facts first. Reading any other fact is then
-a missing-key error, and no CEL operator turns that error into a different answer:
-``&&``, ``||``, ``?:`` and the comprehension macros drop an error only where the
-other operands decide the result on their own, which they decide the same way on the
-complete facts. So the rule's answer is either the one the complete facts give, or
-an error; on an error the engine completes the workload and evaluates the rule again.
-
-Every other rule completes the workload first, and so does a rule this reading
-cannot follow: raw, bytes or triple-quoted strings, or ``//`` comments.
+Such a rule reads exactly the same values from the instance facts as from the
+complete ones, so it gives the same answer, errors and cost included, and runs
+without completing the workload. Every other rule completes it first, and so does a
+rule this reading cannot follow (raw, bytes or triple-quoted strings, or ``//``
+comments). Only reads that cannot happen are exempt: a rule that might read a
+deferred fact is never run on the partial facts, because CEL can turn the failure of
+such a read into an answer (``||``, ``&&`` and ``exists`` drop an error where the
+other operands decide, and the complete facts could decide differently, or run
+into the cost limit instead).
 """
 
 from __future__ import annotations
@@ -32,23 +33,82 @@ from scanner.model.workloads import INSTANCE_FACTS
 
 _WORKLOAD: Final = re.compile(r"(?<![\w.])workload\b")
 _FIELD: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
-_HAS: Final = re.compile(r"(?<![\w.])has\s*\(\s*$")
+_ON_CONTROLLED: Final = re.compile(r"(?<![\w.])workload\s*\.\s*controlled\s*\?")
 _UNREADABLE: Final = re.compile(r"\"\"\"|'''|(?<![\w.])[rRbB]{1,2}[\"']")
+_OPEN: Final = "([{"
+_CLOSE: Final = ")]}"
+_CONDITION_START: Final = "([{,?:"
+"""What may come right before a conditional's condition that is ``workload.controlled``
+alone (any operator there would make it part of a larger condition)."""
 
 
 def reads_instance_facts_only(sources: Iterable[str]) -> bool:
-    """Whether the expressions ``sources`` (all of one rule's) read ``workload``
-    only as the module docstring allows."""
+    """Whether the expressions ``sources`` (all of one rule's) read ``workload`` only
+    as the module docstring allows."""
     for source in sources:
         if _UNREADABLE.search(source):
             return False
         text = strip_strings(source)
         if "//" in text:
             return False
+        skipped = _never_evaluated(text)
         for match in _WORKLOAD.finditer(text):
             field = _FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 return False  # whole, indexed, or a macro over its keys
-            if field.group(1) not in INSTANCE_FACTS and _HAS.search(text, 0, match.start()):
-                return False  # has() would answer false instead of failing
+            if field.group(1) not in INSTANCE_FACTS and not any(
+                start <= match.start() < end for start, end in skipped
+            ):
+                return False
     return True
+
+
+def _never_evaluated(text: str) -> list[tuple[int, int]]:
+    """The ``else`` branches of conditionals on ``workload.controlled`` alone, as
+    (start, end) offsets into ``text``."""
+    branches = []
+    for match in _ON_CONTROLLED.finditer(text):
+        before = text[: match.start()].rstrip()
+        if before and before[-1] not in _CONDITION_START:
+            continue
+        start = _else_start(text, match.end())
+        if start is not None:
+            branches.append((start, _branch_end(text, start)))
+    return branches
+
+
+def _else_start(text: str, index: int) -> int | None:
+    """Just after the ``:`` that ends the ``then`` branch starting at ``index``."""
+    depth = pending = 0
+    for position in range(index, len(text)):
+        char = text[position]
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and char == "?":
+            pending += 1  # a conditional nested in the then branch
+        elif depth == 0 and char == ":":
+            if pending == 0:
+                return position + 1
+            pending -= 1
+    return None
+
+
+def _branch_end(text: str, index: int) -> int:
+    """Where the ``else`` branch starting at ``index`` ends: the conditional binds
+    loosest, so at the bracket or comma that closes what encloses it, or the end."""
+    depth = 0
+    for position in range(index, len(text)):
+        char = text[position]
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            if depth == 0:
+                return position
+            depth -= 1
+        elif depth == 0 and char == ",":
+            return position
+    return len(text)

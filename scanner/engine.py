@@ -147,27 +147,19 @@ def evaluate(
                             ):
                                 continue
                         # A controlled workload's deferred facts (scanner/deferral.py): computed
-                        # before a rule that may read them, or after one that failed without.
+                        # before the first rule that may read them.
                         if pending is not None and not step.light:
                             pending()
                             pending = None
                             activations.clear()
-                        while True:
-                            activation = activations.get(step.params_key)
-                            if activation is None:
-                                activation = activations[step.params_key] = _activation(
-                                    engine, globals_, subject, rule.params
-                                )
-                            results = _run_rule(
-                                rule, subject, activation, engine, globals_, refs, refuse
+                        activation = activations.get(step.params_key)
+                        if activation is None:
+                            activation = activations[step.params_key] = _activation(
+                                engine, globals_, subject, rule.params
                             )
-                            if pending is None or all(
-                                finding.outcome is not Outcome.ERROR for finding in results
-                            ):
-                                break
-                            pending()  # then the rule again, on the complete facts
-                            pending = None
-                            activations.clear()
+                        results = _run_rule(
+                            rule, subject, activation, engine, globals_, refs, refuse
+                        )
                         found.extend(results)
         return _Part(parts, counted)
 
@@ -215,7 +207,7 @@ class _Step:
     iterates: bool
     params_key: str
     light: bool
-    """The rule may run on a controlled workload's instance facts (scanner/deferral.py)."""
+    """The rule reads only a controlled workload's instance facts (scanner/deferral.py)."""
 
 
 def _activation(

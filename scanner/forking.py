@@ -1,12 +1,13 @@
-"""Two halves of a job on two cores: one in a forked child, one here.
+"""Two parts of a job on two cores: one in a forked child, one here.
 
 A scan is CPU-bound Python; the second core of a CI runner or a laptop is idle. A
 forked child shares everything already built (rules, compiled programs, the model)
-without pickling it, computes its half and sends only the result back, pickled
+without pickling it, computes its part (the second part of the files to load, every
+other chunk of subjects to evaluate) and sends only the result back, pickled
 through a pipe. Only while this process is small (``FORK_BELOW``): the child's
 copied pages are memory too. Anything that goes wrong on that path (no ``fork`` on the platform,
 a child that crashes or raises, a result that does not pickle) only costs time: the
-child's half is then computed here, so the answer never depends on whether the
+child's part is then computed here, so the answer never depends on whether the
 child worked. ``POOLGATE_JOBS=1`` keeps everything in one process.
 """
 

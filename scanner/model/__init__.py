@@ -47,7 +47,8 @@ class Subject(NamedTuple):
     variables: Mapping[str, Any] = _NO_VARIABLES
     complete: Callable[[], object] | None = None
     """Computes the rest of ``variables`` in place (a controlled workload's deferred
-    facts, ``scanner.model.workloads``): the engine calls it before CEL reads them."""
+    facts, ``scanner.model.workloads``): the engine calls it before the first rule
+    that may read them (``scanner.deferral``)."""
 
 
 @dataclass(frozen=True, slots=True)

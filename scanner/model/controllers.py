@@ -68,11 +68,13 @@ _MAX_DEPTH: Final = 2
 
 
 class _Resolver:
-    """Controllers under the rules in the module docstring, each looked up once.
+    """Controllers under the rules in the module docstring.
 
-    ``producing``: ids of the objects that produced a workload. An owner's current
-    template (what a Pod or ReplicaSet must carry to run it) is worked out once per
-    owner, not once per replica.
+    ``producing``: ids of the objects that produced a workload. Each controller
+    reference (namespace, group, kind, name, uid) is resolved once, and an owner's
+    current template (what a Pod or ReplicaSet must carry to run it) is worked out
+    once, not once per replica; the edge (may a Pod, or a ReplicaSet, have an owner
+    of that kind) is checked for every object.
     """
 
     def __init__(self, index: ObjectIndex, producing: set[int]) -> None:
@@ -103,29 +105,23 @@ class _Resolver:
         if edges is None or obj.origin.source_type != LIVE:
             return None
         reference = _controller_reference(obj)
-        if reference is None:
+        if reference is None or reference[:2] not in edges:  # (group, kind) of the owner
             return None
         key = (ref.namespace, *reference)  # the replicas of one owner share the lookup
         if key in self.owned_by:
             owner = self.owned_by[key]
         else:
-            owner = self.owned_by[key] = self._owner(ref.namespace, edges, *reference)
+            owner = self.owned_by[key] = self._owner(ref.namespace, *reference)
         if owner is None:
             return None
         return owner if _runs(obj, owner.kind, self.current[id(owner)]) else None
 
     def _owner(
-        self,
-        namespace: str,
-        edges: frozenset[tuple[str, str]],
-        group: str,
-        kind: str,
-        name: str,
-        uid: str,
+        self, namespace: str, group: str, kind: str, name: str, uid: str
     ) -> KubeObject | None:
-        """The object a controller reference names, if it may control (module docstring)."""
-        if (group, kind) not in edges:
-            return None
+        """The object a controller reference names, if it may control (module docstring).
+        Whether the referring object's kind may have an owner of that kind is checked
+        before: the answer here is the same for every object that names it."""
         owner = self.index.get(kind, namespace, name)
         if (
             owner is None

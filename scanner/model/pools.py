@@ -82,9 +82,10 @@ def attach_targets(
     config: Config,
     trust_domain: Mapping[str, str],
 ) -> Join:
-    """Give every GPU workload its ``targets`` and ``diagnosis``, and every pool its
-    ``tenants``; return the join that does it for a deferred workload when it
-    completes. A controlled workload counts as its controller, so is no tenant.
+    """Give every workload its ``targets`` (none unless it is a GPU workload) and
+    ``diagnosis``, and every pool its ``tenants``; a deferred workload gets them from
+    the join returned, when it completes. A controlled workload counts as its
+    controller, so is no tenant.
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
     which are not tenants). Cost stays near linear: workloads with the same node

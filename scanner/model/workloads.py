@@ -77,8 +77,9 @@ class Workload:
 
     obj: KubeObject
     facts: dict[str, Any]
-    """Mutable while the model is built (joins add facts); read-only afterwards. Only the
-    instance facts while ``deferred`` is pending: read ``complete()`` for all of them."""
+    """Mutable while the model is built (joins add facts), and while ``complete()`` adds
+    a deferred workload's other facts (in a forked child, only the child's copy);
+    never changed once complete. Only the instance facts until then."""
     deferred: Deferred | None = None
     """How to compute the rest of a controlled workload's facts (module docstring)."""
 

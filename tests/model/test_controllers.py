@@ -157,3 +157,26 @@ def test_a_context_only_controller_stands_for_nothing() -> None:
     found = controllers(replace(deployment, context_only=True), replicaset, pod)
     assert found["api-6d9f"] == ""  # its findings would never be reported
     assert found["api-6d9f-x1"] == "ReplicaSet/api-6d9f"
+
+
+def test_an_edge_no_controller_makes_does_not_decide_for_others_naming_the_same_owner() -> None:
+    """A live audit lists Pods before ReplicaSets: a pod naming the Deployment must not
+    settle, for the ReplicaSet that names it too, whether the Deployment controls it."""
+    deployment, replicaset, pod = deployment_chain()
+    stray = obj("Pod", "on-deployment", ("Deployment", "api"))
+    assert controllers(stray, pod, replicaset, deployment) == {
+        "on-deployment": "",
+        "api-6d9f-x1": "Deployment/api",
+        "api-6d9f": "Deployment/api",
+        "api": "",
+    }
+
+
+def test_a_replicaset_naming_a_replicaset_is_checked_as_itself() -> None:
+    """Its pods resolve the same reference; no built-in controller owns a ReplicaSet
+    by a ReplicaSet, so the rogue one keeps its own (privileged) template's findings."""
+    deployment, replicaset, pod = deployment_chain()
+    rogue = obj("ReplicaSet", "rogue", ("ReplicaSet", "api-6d9f"), labels=HASH)
+    found = controllers(deployment, replicaset, pod, rogue)
+    assert found["api-6d9f-x1"] == "Deployment/api"
+    assert found["rogue"] == ""
