@@ -25,7 +25,7 @@ into the cost limit instead).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from scanner.guards import strip_strings
@@ -79,18 +79,13 @@ def _never_evaluated(text: str) -> list[tuple[int, int]]:
 
 def _else_start(text: str, index: int) -> int | None:
     """Just after the ``:`` that ends the ``then`` branch starting at ``index``."""
-    depth = pending = 0
-    for position in range(index, len(text)):
-        char = text[position]
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            if depth == 0:
-                return None
-            depth -= 1
-        elif depth == 0 and char == "?":
+    pending = 0
+    for position, char in _top_level(text, index):
+        if char in _CLOSE:
+            return None
+        if char == "?":
             pending += 1  # a conditional nested in the then branch
-        elif depth == 0 and char == ":":
+        elif char == ":":
             if pending == 0:
                 return position + 1
             pending -= 1
@@ -100,6 +95,15 @@ def _else_start(text: str, index: int) -> int | None:
 def _branch_end(text: str, index: int) -> int:
     """Where the ``else`` branch starting at ``index`` ends: the conditional binds
     loosest, so at the bracket or comma that closes what encloses it, or the end."""
+    for position, char in _top_level(text, index):
+        if char in _CLOSE or char == ",":
+            return position
+    return len(text)
+
+
+def _top_level(text: str, index: int) -> Iterator[tuple[int, str]]:
+    """(offset, character) of what lies outside brackets from ``index`` on, up to and
+    including the bracket that closes one opened before ``index``."""
     depth = 0
     for position in range(index, len(text)):
         char = text[position]
@@ -107,8 +111,8 @@ def _branch_end(text: str, index: int) -> int:
             depth += 1
         elif char in _CLOSE:
             if depth == 0:
-                return position
+                yield position, char
+                return
             depth -= 1
-        elif depth == 0 and char == ",":
-            return position
-    return len(text)
+        elif depth == 0:
+            yield position, char
