@@ -4,9 +4,10 @@ A controlled workload (``scanner.model.workloads``) waits with its instance fact
 (``INSTANCE_FACTS``) until a rule needs the rest. A rule *reads instance facts only*
 when its expressions never read any other fact of ``workload``:
 
-* every ``workload`` they name is followed by a field (``workload.gpu``), never used
-  whole (``size(workload)``, ``"targets" in workload``, ``workload.all(...)``,
-  ``workload[key]``), and that field is an instance fact;
+* every ``workload`` they name (``.workload`` too) is followed by a field
+  (``workload.gpu``), never used whole (``size(workload)``, ``"targets" in
+  workload``, ``workload.all(...)``, ``workload[key]``), and that field is an
+  instance fact;
 * except in the ``else`` branch of a conditional on ``workload.controlled`` alone
   (``(workload.controlled ? [] : workload.targets)``): a deferred workload is
   controlled, so that branch is never evaluated on one.
@@ -31,10 +32,12 @@ from typing import Final
 from scanner.guards import strip_strings
 from scanner.model.workloads import INSTANCE_FACTS
 
-_WORKLOAD: Final = re.compile(r"(?<![\w.])workload\b")
+_WORKLOAD: Final = re.compile(r"(?<!\w)workload\b")
+"""Also after a dot: ``.workload`` is the global variable too (and a field of that name
+elsewhere is only counted once too often)."""
 _FIELD: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
 _ON_CONTROLLED: Final = re.compile(r"(?<![\w.])workload\s*\.\s*controlled\s*\?")
-_UNREADABLE: Final = re.compile(r"\"\"\"|'''|(?<![\w.])[rRbB]{1,2}[\"']")
+_UNREADABLE: Final = re.compile(r"\"\"\"|'''|(?<![\w.'\"])[rRbB]{1,2}[\"']")
 _OPEN: Final = "([{"
 _CLOSE: Final = ")]}"
 _CONDITION_START: Final = "([{,?:"
@@ -94,10 +97,18 @@ def _else_start(text: str, index: int) -> int | None:
 
 def _branch_end(text: str, index: int) -> int:
     """Where the ``else`` branch starting at ``index`` ends: the conditional binds
-    loosest, so at the bracket or comma that closes what encloses it, or the end."""
+    loosest, so at the bracket, comma or map-key colon that closes what encloses it
+    (a ``:`` answering a ``?`` inside the branch belongs to the branch), or the end."""
+    pending = 0
     for position, char in _top_level(text, index):
         if char in _CLOSE or char == ",":
             return position
+        if char == "?":
+            pending += 1
+        elif char == ":":
+            if pending == 0:
+                return position  # {cond ? a : b : value}: the value always runs
+            pending -= 1
     return len(text)
 
 

@@ -111,6 +111,7 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("{'a': workload.controlled ? 1 : size(workload.containers)}", True),
         ("workload.controlled ? (workload.gpu ? 1 : 2) : size(workload.containers)", True),
         ("workload.controlled ? workload.gpu ? 1 : 2 : size(workload.containers)", True),
+        ("{workload.controlled ? 'a' : size(workload.containers) > 1 ? 'b' : 'c': 1}", True),
         # any read of a deferred fact that may run
         ("workload.containers.map(c, c.name)", False),
         ("workload.pending || size(workload.containers) > 1", False),  # || may drop it
@@ -122,6 +123,12 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("x && workload.controlled ? [] : workload.targets", False),  # (x && ...) ? ...
         ("(workload.controlled ? [] : workload.name) + workload.targets", False),
         ('"targets" in workload', False),
+        ("size(.workload.targets)", False),  # .workload is the global variable too
+        ("has(.workload.targets)", False),
+        ("[.workload].size()", False),
+        # a conditional as a map key: the value after it always runs
+        ("{workload.controlled ? 'x' : 'y' : workload.targets}", False),
+        ("{workload.controlled ? 'x' : 'y' : has(workload.targets)}['x']", False),
         ("size(workload) > 3", False),
         ("workload.all(k, k != '')", False),
         ('workload["containers"]', False),
