@@ -132,3 +132,20 @@ def test_auto_and_unknown_engine_names() -> None:
 def test_macros_over_concatenated_lists(engine: Any, source: str, expected: object) -> None:
     """celpy's ``+`` on lists returns a plain list; the macros must still accept it."""
     assert engine.compile(source, ResultKind.ANY).evaluate(engine.activation({})) == expected
+
+
+def test_an_error_celpy_cannot_describe_is_still_an_evaluation_error() -> None:
+    """Found by tests/model/test_deferral_fuzz.py's generator: cel-python raised an
+    IndexError while formatting the TypeError of this `||`; it reached the user as a
+    crash report."""
+    source = (
+        "size([([false, {'k': workload.runningShared} == {'k': []}][0]"
+        " || [{workload.controlled ? 'a' : 'b' : 'x'}['a'],"
+        " (workload.controlled ? true : workload.runningShared)][0])]) == 1"
+    )
+    data = {"workload": {"runningShared": True, "controlled": True}}
+    cpp, python = get_engine("cpp"), get_engine("python")
+    with pytest.raises(CelEvalError):
+        cpp.compile(source, ResultKind.BOOL).evaluate(cpp.activation(data))
+    with pytest.raises(CelEvalError):
+        python.compile(source, ResultKind.BOOL).evaluate(python.activation(data))
