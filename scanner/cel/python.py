@@ -45,10 +45,10 @@ class PythonProgram:
             raise CelEvalError(BUDGET_EXCEEDED) from None
         except RecursionError:
             raise CelEvalError("expression nests too deeply to evaluate") from None
-        except IndexError:
-            # celpy fails while describing some type errors: `||` over a non-bool and
-            # an error held in a list crashes formatting the error's expression tree
-            raise CelEvalError("no matching overload (the operands have other types)") from None
+        except IndexError as error:
+            # celpy fails while describing some type errors (`||` over a non-bool and
+            # an error held in a list crashes formatting the error's expression tree)
+            raise CelEvalError(f"the portable engine failed (IndexError: {error})") from None
         except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as error:
             raise CelEvalError(f"{type(error).__name__}: {error}") from None
         if isinstance(value, CELEvalError):
