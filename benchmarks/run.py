@@ -94,6 +94,12 @@ class Measured:
     def rss(self) -> int | None:
         return max(self.peak_rss) if self.peak_rss else None
 
+    def cells(self) -> tuple[str, str]:
+        """The report's wall-time and peak-RSS cells (MB)."""
+        seconds = self.seconds
+        wall = "FAILED" if self.error and seconds is None else _s(seconds)
+        return wall, "-" if self.rss is None else f"{self.rss / 2**20:.0f}"
+
 
 @dataclass
 class SizeResult:
@@ -408,8 +414,7 @@ def format_report(report: Report) -> str:
     ]
     for r in report.sizes:
         pg = r.poolgate.seconds
-        pg_text = "FAILED" if r.poolgate.error and pg is None else _s(pg)
-        rss = "-" if r.poolgate.rss is None else f"{r.poolgate.rss / 2**20:.0f}"
+        pg_text, rss = r.poolgate.cells()
         lines.append(
             f"{r.objects:>8,} {r.files:>6,} {_mb(r.bytes):>6} {_s(r.read.seconds):>8} "
             f"{_s(r.libyaml.seconds):>10} {pg_text:>11} "
@@ -469,9 +474,7 @@ def audit_lines(report: Report) -> list[str]:
         for a in report.audit:
             if (a.nodes, a.pods) != size:
                 continue
-            seconds = a.audit.seconds
-            wall = "FAILED" if a.audit.error and seconds is None else _s(seconds)
-            rss = "-" if a.audit.rss is None else f"{a.audit.rss / 2**20:.0f}"
+            wall, rss = a.audit.cells()
             lines.append(
                 f"  {SHAPES[a.shape]:<54} {_mb(a.bytes):>6} {a.controllers:>11,} "
                 f"{wall:>8} {rss:>12}"

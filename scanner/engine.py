@@ -61,9 +61,11 @@ def evaluate(
         rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
     }
     measured: dict[int, Oversize | None] = {}  # id(object body) -> rule cost limit problem
+    # Only an audit has deferred subjects (controlled workloads); scans skip the reading.
+    deferring = any(subject.complete is not None for subject in subjects.get("workload", ()))
     light = {
         rule.id
-        for rule in rules
+        for rule in (rules if deferring else ())
         if reads_instance_facts_only(program.source for program in _programs(rule))
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).

@@ -388,15 +388,13 @@ def _names_gpu(container: Mapping[str, Any]) -> bool:
     if not isinstance(resources, Mapping):
         return False
     for section in (resources.get("limits"), resources.get("requests")):
-        if isinstance(section, Mapping):
-            for key in section:
-                if (
-                    isinstance(key, str)
-                    and key.startswith("nvidia.com/")
-                    and GPU_RESOURCE.match(key)
-                ):
-                    return True
+        if isinstance(section, Mapping) and any(map(_is_gpu_resource, section)):
+            return True
     return False
+
+
+def _is_gpu_resource(key: object) -> bool:
+    return isinstance(key, str) and key.startswith("nvidia.com/") and bool(GPU_RESOURCE.match(key))
 
 
 def _gpu_names(container: Mapping[str, Any]) -> list[str]:
@@ -407,7 +405,7 @@ def _gpu_names(container: Mapping[str, Any]) -> list[str]:
     names: set[str] = set()
     for section in (resources.get("limits"), resources.get("requests")):
         if isinstance(section, Mapping):
-            names.update(key for key in section if isinstance(key, str) and GPU_RESOURCE.match(key))
+            names.update(key for key in section if _is_gpu_resource(key))
     return sorted(names)
 
 
