@@ -127,27 +127,24 @@ def evaluate(
                     pending = subject.complete
                     for step in steps:
                         rule, guard = step.rule, step.guard
-                        # The condition is false, decided without CEL. (An oversized subject is
-                        # refused before a condition with comprehensions runs, in _run_rule, so
-                        # such a condition is guarded only once the subject's size is known.)
-                        if (
-                            guard is not None
-                            and not step.condition_iterates
-                            and guard.rejects(variables, body)
-                        ):
-                            continue
+                        # The condition decided without CEL (guards.py): false skips the rule,
+                        # true its CEL condition. (An oversized subject is refused before a
+                        # condition with comprehensions runs, in _run_rule, so such a condition
+                        # is guarded only once the subject's size is known.)
+                        decided = None
+                        if guard is not None and not step.condition_iterates:
+                            decided = guard.decide(variables, body)
+                            if decided is False:
+                                continue
                         refuse = None
                         if step.iterates:
                             if id(body) not in measured:
                                 measured[id(body)] = oversize("object", body)
                             refuse = measured[id(body)]
-                            if (
-                                guard is not None
-                                and step.condition_iterates
-                                and refuse is None
-                                and guard.rejects(variables, body)
-                            ):
-                                continue
+                            if guard is not None and step.condition_iterates and refuse is None:
+                                decided = guard.decide(variables, body)
+                                if decided is False:
+                                    continue
                         # A controlled workload's deferred facts (scanner/deferral.py): computed
                         # before the first rule that may read them.
                         if pending is not None and not step.light:
@@ -160,7 +157,7 @@ def evaluate(
                                 engine, globals_, subject, rule.params
                             )
                         results = _run_rule(
-                            rule, subject, activation, engine, globals_, refs, refuse
+                            rule, subject, activation, engine, globals_, refs, refuse, decided
                         )
                         found.extend(results)
         return _Part(parts, counted)
@@ -236,11 +233,13 @@ def _run_rule(
     globals_: Mapping[str, Any],
     lookup: Mapping[str, KubeObject],
     refuse: Oversize | None = None,
+    matched: bool | None = None,
 ) -> list[Finding]:
     """``refuse``: why the rule's comprehensions must not run on this subject (budget.py);
-    a condition without comprehensions still decides first whether the rule applies."""
+    a condition without comprehensions still decides first whether the rule applies.
+    ``matched``: True when a guard found the condition true (guards.py)."""
     try:
-        if rule.condition is not None:
+        if rule.condition is not None and matched is not True:
             if refuse is not None and iterates(rule.condition.source):
                 return [_refused(rule, subject, refuse)]
             if not rule.condition.evaluate(activation):

@@ -16,17 +16,21 @@ A condition is split at its top-level ``&&``. These conjuncts become guards:
 * a **constant**: a conjunct that reads only ``config``, ``cluster`` or ``params``,
   evaluated once per run.
 
-A guard only ever answers "false": CEL's ``&&`` is false when any operand is false,
-whatever the others (even an error), so a rule whose guard is false does not match,
-exactly as the whole condition would have decided. Anything else (a flag that is
-not a bool, a missing field, a value of another type, a constant that fails or reads
-something else) leaves the decision to the CEL condition, which still runs in full
-when no guard is false.
+A guard answers "false" when one conjunct is: CEL's ``&&`` is false when any operand
+is false, whatever the others (even an error), so a rule whose guard is false does
+not match, exactly as the whole condition would have decided. It answers "true" only
+when every conjunct of the condition is a guard and every one is true (a constant
+that evaluated to ``true``, a flag set, a disjunction with one atom true): the
+condition is then true without CEL, and the rule goes straight to its body.
+Anything else (a flag that is not a bool, a missing field, a value of another type,
+a constant that fails or reads something else, a conjunct no guard covers) leaves
+the decision to the CEL condition, which runs in full.
 
 One difference remains, on values cel-cpp cannot represent at all (an integer past
 int64, a map key that is null): the engine converts a whole variable when an
 expression first reads it and fails the rule on such a value, where a guard reads
-one field. A rule a guard rejects then reports no error for that subject.
+one field. A rule a guard rejects then reports no error for that subject, and one a
+guard accepts reports it from the body only if the body reads that variable too.
 """
 
 from __future__ import annotations
@@ -73,41 +77,42 @@ def _fields(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """``[!]variable.a.b``: false when the bool found there says so."""
+    """``[!]variable.a.b``: decided when a bool is found there."""
 
     variable: str
     fields: tuple[str, ...]
     negated: bool
 
-    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+    def holds(self, variables: Mapping[str, Any], body: Any = None) -> bool | None:
+        """True or false as CEL would read it, or None when CEL must decide."""
         value = _lookup(self.variable, self.fields, variables, body)
-        return value.__class__ is bool and value is self.negated
+        return value is not self.negated if value.__class__ is bool else None
 
 
 @dataclass(frozen=True, slots=True)
 class Equals:
-    """``variable.a.b == "text"``: false when a string other than ``text`` is there."""
+    """``variable.a.b == "text"``: decided when a string is found there."""
 
     variable: str
     fields: tuple[str, ...]
     text: str
 
-    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+    def holds(self, variables: Mapping[str, Any], body: Any = None) -> bool | None:
         value = _lookup(self.variable, self.fields, variables, body)
-        return value.__class__ is str and value != self.text
+        return value == self.text if value.__class__ is str else None
 
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """``variable.a.b in config.x``: false when a string not in that list is there."""
+    """``variable.a.b in config.x``: decided when a string is found there."""
 
     variable: str
     fields: tuple[str, ...]
     values: frozenset[str]
 
-    def is_false(self, variables: Mapping[str, Any], body: Any = None) -> bool:
+    def holds(self, variables: Mapping[str, Any], body: Any = None) -> bool | None:
         value = _lookup(self.variable, self.fields, variables, body)
-        return value.__class__ is str and value not in self.values
+        return value in self.values if value.__class__ is str else None
 
 
 Atom = Flag | Equals | Member
@@ -122,13 +127,32 @@ class Guard:
     flags: tuple[Atom, ...]
     any_of: tuple[tuple[Atom, ...], ...] = ()
     """Conjuncts ``(a || b ...)``: false when every one of their atoms is."""
+    whole: bool = False
+    """Every conjunct is one of the above or a constant that is true in this run, so
+    the guard can also decide that the condition is true."""
+
+    def decide(self, variables: Mapping[str, Any], body: Any = None) -> bool | None:
+        """The condition's value on this subject, or None when CEL must decide."""
+        if self.never:
+            return False
+        known = self.whole
+        for atom in self.flags:
+            holds = atom.holds(variables, body)
+            if holds is False:
+                return False
+            if holds is None:
+                known = False
+        for atoms in self.any_of:
+            found = [atom.holds(variables, body) for atom in atoms]
+            if True in found:
+                continue
+            if None not in found:  # every alternative is false
+                return False
+            known = False
+        return True if known else None
 
     def rejects(self, variables: Mapping[str, Any], body: Any = None) -> bool:
-        return (
-            self.never
-            or any(atom.is_false(variables, body) for atom in self.flags)
-            or any(all(atom.is_false(variables, body) for atom in atoms) for atoms in self.any_of)
-        )
+        return self.decide(variables, body) is False
 
 
 def conjuncts(source: str) -> list[str] | None:
@@ -222,19 +246,26 @@ def build(
     flags: list[Atom] = []
     any_of: list[tuple[Atom, ...]] = []
     never = False
+    whole = True  # every conjunct is covered (a constant only when it is true)
     for part in parts:
         atom = _atom(part, run_values)
         if atom is not None:
             flags.append(atom)
         elif _reads_only_run_values(part):
-            never = never or _constant_false(part, engine, run_values, params)
+            value = _constant(part, engine, run_values, params)
+            never = never or value is False
+            whole = whole and value is True
         elif (alternatives := disjuncts(part)) is not None and len(alternatives) > 1:
             either = [_atom(alternative, run_values) for alternative in alternatives]
             if all(either):
                 any_of.append(tuple(atom for atom in either if atom is not None))
-    if not never and not flags and not any_of:
+            else:
+                whole = False
+        else:
+            whole = False
+    if not never and not flags and not any_of and not whole:
         return None
-    return Guard(never, tuple(flags), tuple(any_of))
+    return Guard(never, tuple(flags), tuple(any_of), whole)
 
 
 def _atom(text: str, run_values: Mapping[str, Any]) -> Atom | None:
@@ -252,15 +283,16 @@ def _atom(text: str, run_values: Mapping[str, Any]) -> Atom | None:
     return None
 
 
-def _constant_false(
+def _constant(
     conjunct: str, engine: Engine, run_values: Mapping[str, Any], params: Mapping[str, Any]
-) -> bool:
+) -> bool | None:
+    """The conjunct's value for the run, or None when it fails (decided per subject)."""
     try:
         program = engine.compile(conjunct, ResultKind.BOOL)
         value = program.evaluate(engine.activation({**run_values, "params": params}))
     except (CelError, CelEvalError):
-        return False  # decided by the whole condition, per subject
-    return value is False
+        return None
+    return value if isinstance(value, bool) else None
 
 
 def build_guards(

@@ -1,5 +1,5 @@
-"""Match conditions decided false in Python (scanner/guards.py) agree with CEL: a guard
-may only reject what the whole condition rejects."""
+"""Match conditions decided in Python (scanner/guards.py) agree with CEL: a guard may
+only reject what the whole condition rejects, and only accept what it accepts."""
 
 from __future__ import annotations
 
@@ -46,14 +46,12 @@ def test_conditions_split_only_at_top_level_and(source: str, parts: list[str] | 
 
 
 @pytest.mark.parametrize(
-    ("value", "negated", "rejects"),
-    [(False, False, True), (True, False, False), (True, True, True), (False, True, False)],
+    ("value", "negated", "holds"),
+    [(False, False, False), (True, False, True), (True, True, False), (False, True, True)],
 )
-def test_a_flag_rejects_only_on_a_bool_that_makes_it_false(
-    value: bool, negated: bool, rejects: bool
-) -> None:
+def test_a_flag_is_decided_by_a_bool(value: bool, negated: bool, holds: bool) -> None:
     flag = Flag("workload", ("ns", "platform"), negated)
-    assert flag.is_false({"workload": {"ns": {"platform": value}}}) is rejects
+    assert flag.holds({"workload": {"ns": {"platform": value}}}) is holds
 
 
 @pytest.mark.parametrize(
@@ -61,7 +59,7 @@ def test_a_flag_rejects_only_on_a_bool_that_makes_it_false(
     [{}, {"workload": None}, {"workload": {"ns": "x"}}, {"workload": {"ns": {"platform": 0}}}],
 )
 def test_a_flag_leaves_anything_but_a_bool_to_cel(variables: dict[str, Any]) -> None:
-    assert not Flag("workload", ("ns", "platform"), False).is_false(variables)
+    assert Flag("workload", ("ns", "platform"), False).holds(variables) is None
 
 
 def test_constant_conjuncts_are_decided_once_per_run() -> None:
@@ -72,6 +70,34 @@ def test_constant_conjuncts_are_decided_once_per_run() -> None:
     assert on is not None and not on.never and on.flags == (Flag("workload", ("gpu",), False),)
     with_params = build("params.limit > 3 && node.gpu", engine, RUN, {"limit": 2})
     assert with_params is not None and with_params.never
+
+
+def test_a_condition_every_conjunct_of_which_holds_is_true_without_cel() -> None:
+    engine = get_engine("cpp")
+    on = build('config.require.runtimeClass != "" && workload.gpu', engine, RUN, {})
+    assert on is not None and on.whole
+    assert on.decide({"workload": {"gpu": True}}) is True
+    assert on.decide({"workload": {"gpu": False}}) is False
+    assert on.decide({"workload": {"gpu": "yes"}}) is None  # not a bool: CEL decides
+    assert on.decide({}) is None
+    constant = build('config.require.runtimeClass == "nvidia"', engine, RUN, {})
+    assert constant is not None and constant.whole and constant.decide({}) is True
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "workload.gpu && size(workload.targets) > 0",  # a conjunct no guard covers
+        "workload.gpu && config.require.missing",  # a constant that fails
+        "workload.gpu && (workload.controlled || size(workload.name) > 0)",  # half an atom
+    ],
+)
+def test_a_condition_with_an_undecided_conjunct_is_never_accepted(source: str) -> None:
+    guard = build(source, get_engine("cpp"), RUN, {})
+    assert guard is not None and not guard.whole
+    facts = {"workload": {"gpu": True, "controlled": True, "targets": [], "name": "x"}}
+    assert guard.decide(facts) is None
+    assert guard.decide({"workload": {**facts["workload"], "gpu": False}}) is False
 
 
 @pytest.mark.parametrize(
@@ -97,16 +123,16 @@ def test_guards_only_for_the_cpp_engine_and_enough_subjects() -> None:
     assert build_guards(ruleset.rules, python, run, many) == {}
 
 
-def test_every_guard_rejection_is_a_false_condition() -> None:
+def test_every_guard_decision_is_the_conditions_value() -> None:
     """Each bundled rule's guard against every subject of every fixture: where the
-    guard rejects, the CEL condition evaluates to false."""
+    guard decides, the CEL condition evaluates to the same bool."""
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     inventory = load_paths([str(FIXTURES)], REPO)
     model = build_model(inventory, ruleset.config)
     run = {"config": ruleset.config.cel_view(), "cluster": {**model.cluster, "now": "2026-01-01"}}
     found = build_guards(ruleset.rules, ruleset.engine, run)
     assert {"PG103", "PG104", "PG303", "PG101", "PG602"} <= set(found)
-    rejected = 0
+    decided: dict[bool, int] = {True: 0, False: 0}
     for rule in ruleset.rules:
         guard = found.get(rule.id)
         if guard is None or rule.condition is None:
@@ -114,7 +140,8 @@ def test_every_guard_rejection_is_a_false_condition() -> None:
         for subject in model.subjects().get(rule.doc.subject, ()):
             if rule.kinds and subject.obj.kind not in rule.kinds:
                 continue
-            if not guard.rejects(subject.variables, subject.obj.body):
+            decision = guard.decide(subject.variables, subject.obj.body)
+            if decision is None:
                 continue
             data = {
                 **run,
@@ -124,9 +151,9 @@ def test_every_guard_rejection_is_a_false_condition() -> None:
                 "params": rule.params,
                 "variables": {},
             }
-            assert rule.condition.evaluate(ruleset.engine.activation(data)) is False, rule.id
-            rejected += 1
-    assert rejected > 50
+            assert rule.condition.evaluate(ruleset.engine.activation(data)) is decision, rule.id
+            decided[decision] += 1
+    assert decided[False] > 50 and decided[True] > 50
 
 
 def test_every_fixture_gives_the_same_findings_with_and_without_guards(
