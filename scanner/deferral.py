@@ -1,4 +1,5 @@
-"""Which rules can run on a controlled workload before the rest of its facts exist.
+"""Which facts of ``workload`` a rule reads: whether it can run on a controlled
+workload before the rest of its facts exist, and which fields its activation needs.
 
 A controlled workload (``scanner.model.workloads``) waits with its instance facts
 (``INSTANCE_FACTS``) until a rule needs the rest. A rule *reads instance facts only*
@@ -21,6 +22,11 @@ deferred fact is never run on the partial facts, because CEL can turn the failur
 such a read into an answer (``||``, ``&&`` and ``exists`` drop an error where the
 other operands decide, and the complete facts could decide differently, or run
 into the cost limit instead).
+
+The same reading lists the fields a rule may read at all (``workload_fields``): the
+engine converts into CEL only those fields of the subject's facts that the rules it
+runs on the subject name, since cel-expr-python converts a variable whole the first
+time an expression reads it.
 """
 
 from __future__ import annotations
@@ -49,10 +55,8 @@ def reads_instance_facts_only(sources: Iterable[str]) -> bool:
     """Whether the expressions ``sources`` (all of one rule's) read ``workload`` only
     as the module docstring allows."""
     for source in sources:
-        if _UNREADABLE.search(source):
-            return False
-        text = strip_strings(source)
-        if "//" in text:
+        text = _readable(source)
+        if text is None:
             return False
         skipped = _never_evaluated(text)
         for match in _WORKLOAD.finditer(text):
@@ -64,6 +68,39 @@ def reads_instance_facts_only(sources: Iterable[str]) -> bool:
             ):
                 return False
     return True
+
+
+def workload_fields(sources: Iterable[str]) -> frozenset[str] | None:
+    """The fields of ``workload`` the expressions ``sources`` may read (every
+    ``workload.<field>`` they name, in any branch), or None when they may read it whole
+    or cannot be followed (the cases listed in the module docstring).
+
+    An activation whose ``workload`` holds only these fields gives such expressions the
+    same values, errors and costs as the whole facts (scanner/engine.py): a field they
+    name is there or missing in both, and nothing else is read. One difference, as with
+    guards (scanner/guards.py): a value cel-cpp cannot represent (an integer past
+    int64) in a field no rule names no longer fails the rules that did not read it.
+    """
+    fields: set[str] = set()
+    for source in sources:
+        text = _readable(source)
+        if text is None:
+            return None
+        for match in _WORKLOAD.finditer(text):
+            field = _FIELD.match(text, match.end())
+            if field is None or field.group(2) is not None:
+                return None
+            fields.add(field.group(1))
+    return frozenset(fields)
+
+
+def _readable(source: str) -> str | None:
+    """``source`` with its string literals emptied, or None when this reading cannot
+    follow it (raw, bytes or triple-quoted strings, ``//`` comments)."""
+    if _UNREADABLE.search(source):
+        return None
+    text = strip_strings(source)
+    return None if "//" in text else text
 
 
 def _never_evaluated(text: str) -> list[tuple[int, int]]:

@@ -3,8 +3,10 @@
 Matching is cheap first (subject type, kind set, controlled workloads that a
 template rule leaves to their controller, guards decided in Python), then the
 optional CEL ``match.condition``. Each subject gets one activation per distinct
-parameter set, built once and shared by every rule. A controlled workload's deferred
-facts are completed before the first rule that needs them (``scanner.deferral``).
+parameter set, built once and shared by every rule; a workload's holds only the fields
+of its facts that those rules name (``scanner.deferral.workload_fields``). A
+controlled workload's deferred facts are completed before the first rule that needs
+them (``scanner.deferral``).
 A CEL error on one subject becomes a finding with outcome ``error`` for that rule
 and subject; the run goes on. With enough subjects, every other chunk of each
 subject type is evaluated in a forked child (``scanner.forking``) and the findings
@@ -19,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from scanner import forking
+from scanner.bindings import ENGINES as CONVERTING
 from scanner.bindings import bind_rules
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
-from scanner.deferral import reads_instance_facts_only
+from scanner.deferral import reads_instance_facts_only, workload_fields
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.guards import Guard, build_guards
@@ -67,6 +70,12 @@ def evaluate(
         rule.id
         for rule in (rules if deferring else ())
         if reads_instance_facts_only(program.source for program in _programs(rule))
+    }
+    # The fields of a workload's facts each rule may read: the activation converts only
+    # those the subject's rules name (scanner/deferral.py), where converting costs.
+    reads = {
+        rule.id: workload_fields(program.source for program in _programs(rule))
+        for rule in (rules if engine.name in CONVERTING else ())
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
@@ -114,6 +123,7 @@ def evaluate(
                                 rule.id in iterating,
                                 params_keys[rule.id],
                                 rule.id in light,
+                                reads.get(rule.id),
                             )
                             for rule in type_rules
                             if (not rule.kinds or obj.kind in rule.kinds)
@@ -123,10 +133,11 @@ def evaluate(
                                 and (not rule.kinds or controller in rule.kinds)
                             )
                         ]
-                    activations: dict[str, Any] = {}
-                    pending = subject.complete
+                    # First what Python decides: which rules run, and so which facts the
+                    # activation needs.
+                    runs: list[tuple[_Step, bool | None, Oversize | None]] = []
                     for step in steps:
-                        rule, guard = step.rule, step.guard
+                        guard = step.guard
                         # The condition decided without CEL (guards.py): false skips the rule,
                         # true its CEL condition. (An oversized subject is refused before a
                         # condition with comprehensions runs, in _run_rule, so such a condition
@@ -145,6 +156,21 @@ def evaluate(
                                 decided = guard.decide(variables, body)
                                 if decided is False:
                                     continue
+                        runs.append((step, decided, refuse))
+                    if not runs:
+                        continue
+                    fields: set[str] | None = None
+                    if facts is not None and reads:
+                        fields = set()
+                        for step, _, _ in runs:
+                            if step.fields is None:
+                                fields = None
+                                break
+                            fields |= step.fields
+                    activations: dict[str, Any] = {}
+                    pending = subject.complete
+                    for step, decided, refuse in runs:
+                        rule = step.rule
                         # A controlled workload's deferred facts (scanner/deferral.py): computed
                         # before the first rule that may read them.
                         if pending is not None and not step.light:
@@ -154,7 +180,7 @@ def evaluate(
                         activation = activations.get(step.params_key)
                         if activation is None:
                             activation = activations[step.params_key] = _activation(
-                                engine, globals_, subject, rule.params
+                                engine, globals_, subject, rule.params, fields
                             )
                         results = _run_rule(
                             rule, subject, activation, engine, globals_, refs, refuse, decided
@@ -207,12 +233,19 @@ class _Step:
     params_key: str
     light: bool
     """The rule reads only a controlled workload's instance facts (scanner/deferral.py)."""
+    fields: frozenset[str] | None
+    """The fields of ``workload`` the rule may read; None: all of them."""
 
 
 def _activation(
-    engine: Engine, globals_: Mapping[str, Any], subject: Subject, params: Mapping[str, Any]
+    engine: Engine,
+    globals_: Mapping[str, Any],
+    subject: Subject,
+    params: Mapping[str, Any],
+    fields: set[str] | None = None,
 ) -> Any:
-    """The activation a subject's rules with parameters ``params`` share."""
+    """The activation a subject's rules with parameters ``params`` share; ``fields``:
+    the only fields of ``workload`` those rules may read (scanner/deferral.py)."""
     obj = subject.obj
     data = {
         **globals_,
@@ -220,6 +253,9 @@ def _activation(
         "object": obj.body,
         "subjectRef": obj.ref.logical_name,
     }
+    facts = data.get("workload")
+    if fields is not None and facts.__class__ is dict and len(fields) < len(facts):
+        data["workload"] = {name: facts[name] for name in fields if name in facts}
     data["params"] = params
     data["variables"] = {}
     return engine.activation(data)
