@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 Position = tuple[int, int]
 """1-based (line, column)."""
@@ -146,7 +146,7 @@ class KubeObject:
     @property
     def metadata(self) -> Mapping[str, Any]:
         meta = self.body.get("metadata")
-        return meta if meta.__class__ is dict or isinstance(meta, Mapping) else {}
+        return as_mapping(meta)
 
     @property
     def name(self) -> str:
@@ -161,7 +161,13 @@ class KubeObject:
         """Computed once: every finding and activation on the object names it."""
         ref = self._ref
         if ref is None:
-            ref = ObjectRef(self.api_version, self.kind, self.namespace, self.name)
+            body, metadata = self.body, self.metadata  # the properties' reads, in one place
+            ref = ObjectRef(
+                _text(body.get("apiVersion")),
+                _text(body.get("kind")),
+                _text(metadata.get("namespace")),
+                _text(metadata.get("name")),
+            )
             object.__setattr__(self, "_ref", ref)  # a cache; the body never changes
         return ref
 
@@ -171,8 +177,19 @@ class KubeObject:
         return found if found is not None else (self.origin.line, self.origin.column)
 
 
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one."""
+    return value if is_mapping(value) else {}
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)`` with plain dicts, which every loader builds, checked
+    first: the ABC check costs more, and the model runs this on every replica pod."""
+    return isinstance(value, dict) or (value is not None and isinstance(value, Mapping))
+
+
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
+    return value if value.__class__ is str or isinstance(value, str) else ""
 
 
 @dataclass(frozen=True, slots=True)

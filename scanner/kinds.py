@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scanner.inventory import join_path
+from scanner.inventory import as_mapping, join_path
 
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
@@ -121,10 +121,6 @@ def _path(keys: tuple[Key, ...]) -> str:
     return path
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _core(keys: tuple[str, ...]) -> Extractor:
     """Core kinds: one pod spec at ``keys``; its metadata is the template's (a Pod's own)."""
 
@@ -135,7 +131,7 @@ def _core(keys: tuple[str, ...]) -> Extractor:
         if not isinstance(parent, Mapping):
             return
         meta = body.get("metadata") if len(keys) == 1 else parent.get("metadata")
-        yield PodTemplate("", parent.get(keys[-1]), path, _mapping(meta))
+        yield PodTemplate("", parent.get(keys[-1]), path, as_mapping(meta))
 
     return extract
 
@@ -147,7 +143,7 @@ def _template_at(
     template = _at(body, keys)
     if isinstance(template, Mapping):
         yield PodTemplate(
-            name, template.get("spec"), _path((*keys, "spec")), _mapping(template.get("metadata"))
+            name, template.get("spec"), _path((*keys, "spec")), as_mapping(template.get("metadata"))
         )
 
 
@@ -216,7 +212,7 @@ def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
     as ``predictor.model`` are one container each. KServe copies the object's labels
     and annotations to the component pods, then the component's own ``labels`` and
     ``annotations``."""
-    object_meta = _mapping(body.get("metadata"))
+    object_meta = as_mapping(body.get("metadata"))
     components: tuple[tuple[str, tuple[Key, ...], tuple[str, ...]], ...] = (
         ("predictor", ("spec", "predictor"), KSERVE_PREDICTOR_CONTAINERS),
         ("predictor.workerSpec", ("spec", "predictor", "workerSpec"), ()),
@@ -228,12 +224,12 @@ def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
         if not isinstance(parent, Mapping) or parent.get(keys[-1]) is None:
             continue
         spec = parent[keys[-1]]
-        own = _mapping(spec)
+        own = as_mapping(spec)
         meta = {
-            "labels": {**_mapping(object_meta.get("labels")), **_mapping(own.get("labels"))},
+            "labels": {**as_mapping(object_meta.get("labels")), **as_mapping(own.get("labels"))},
             "annotations": {
-                **_mapping(object_meta.get("annotations")),
-                **_mapping(own.get("annotations")),
+                **as_mapping(object_meta.get("annotations")),
+                **as_mapping(own.get("annotations")),
             },
         }
         yield PodTemplate(name, spec, _path(keys), meta, container_fields)

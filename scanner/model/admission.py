@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scanner.config import Config
-from scanner.inventory import KubeObject
+from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group
 from scanner.model.index import ObjectIndex
 from scanner.sources.resources import RESOURCES, Resource, find
@@ -67,7 +67,7 @@ def admission_facts(
     known = bool(policies or bindings) if listed is None else listed >= KINDS
     by_policy: dict[str, list[dict[str, Any]]] = {}
     for binding in bindings:
-        spec = _mapping(binding.body.get("spec"))
+        spec = as_mapping(binding.body.get("spec"))
         name = spec.get("policyName")
         if isinstance(name, str):
             by_policy.setdefault(name, []).append(_binding_facts(binding, spec))
@@ -80,7 +80,7 @@ def admission_facts(
 def _policy_facts(
     obj: KubeObject, bindings: list[dict[str, Any]], keys: re.Pattern[str] | None
 ) -> dict[str, Any]:
-    spec = _mapping(obj.body.get("spec"))
+    spec = as_mapping(obj.body.get("spec"))
     match = spec.get("matchConstraints")
     text = "\n".join(_expressions(spec))
     failure = spec.get("failurePolicy")
@@ -167,10 +167,6 @@ def _label_keys(config: Config) -> re.Pattern[str] | None:
     if not alternatives:
         return None
     return re.compile("|".join(alternatives))
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _strings(value: object) -> list[str]:

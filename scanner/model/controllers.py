@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from scanner.inventory import KubeObject
+from scanner.inventory import KubeObject, as_mapping, is_mapping
 from scanner.model.index import ObjectIndex
 from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
@@ -104,7 +104,8 @@ class _Resolver:
         edges = CONTROLLER_EDGES.get(ref.kind)
         if edges is None or obj.origin.source_type != LIVE:
             return None
-        reference = _controller_reference(obj)
+        metadata = obj.metadata  # read once: this runs on every replica pod
+        reference = _controller_reference(metadata)
         if reference is None or reference[:2] not in edges:  # (group, kind) of the owner
             return None
         key = (ref.namespace, *reference)  # the replicas of one owner share the lookup
@@ -114,7 +115,7 @@ class _Resolver:
             owner = self.owned_by[key] = self._owner(ref.namespace, *reference)
         if owner is None:
             return None
-        return owner if _runs(obj, owner.kind, self.current[id(owner)]) else None
+        return owner if _runs(obj, metadata, owner.kind, self.current[id(owner)]) else None
 
     def _owner(
         self, namespace: str, group: str, kind: str, name: str, uid: str
@@ -137,12 +138,12 @@ class _Resolver:
         return owner
 
 
-def _controller_reference(obj: KubeObject) -> tuple[str, str, str, str] | None:
-    references = obj.metadata.get("ownerReferences")
+def _controller_reference(metadata: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    references = metadata.get("ownerReferences")
     if not isinstance(references, list):
         return None
     for reference in references:
-        if isinstance(reference, Mapping) and reference.get("controller") is True:
+        if is_mapping(reference) and reference.get("controller") is True:
             api_version, kind = reference.get("apiVersion"), reference.get("kind")
             name, uid = reference.get("name"), reference.get("uid")
             if (
@@ -169,13 +170,15 @@ def _current_template(owner: KubeObject) -> object:
     if owner.kind == "Deployment":
         return _template(owner)
     if owner.kind == "ReplicaSet":
-        wanted = _labels(_mapping(_mapping(owner.body.get("spec")).get("template")).get("metadata"))
+        wanted = _labels(
+            as_mapping(as_mapping(owner.body.get("spec")).get("template")).get("metadata")
+        )
         return wanted.get(TEMPLATE_HASH, _ANY)
     if owner.kind == "StatefulSet":
-        revision = _mapping(owner.body.get("status")).get("updateRevision")
+        revision = as_mapping(owner.body.get("status")).get("updateRevision")
         return revision if isinstance(revision, str) else _NONE
     if owner.kind == "DaemonSet":
-        strategy = _mapping(_mapping(owner.body.get("spec")).get("updateStrategy")).get("type")
+        strategy = as_mapping(as_mapping(owner.body.get("spec")).get("updateStrategy")).get("type")
         return _NONE if strategy == "OnDelete" else _ANY
     return _ANY  # a Job's template cannot change
 
@@ -186,32 +189,29 @@ _NONE: Final = object()
 """No template an object runs can be told to be the owner's current one."""
 
 
-def _runs(obj: KubeObject, owner_kind: str, current: object) -> bool:
-    """Whether ``obj`` runs the template ``_current_template`` found for its owner."""
+def _runs(obj: KubeObject, metadata: Mapping[str, Any], owner_kind: str, current: object) -> bool:
+    """Whether ``obj`` (with ``metadata``) runs the template ``_current_template`` found
+    for its owner."""
     if current is _ANY:
         return True
     if current is _NONE:
         return False
     if owner_kind == "Deployment":  # obj is a ReplicaSet
         return bool(_template(obj, without=TEMPLATE_HASH) == current)
-    labels = _mapping(obj.metadata.get("labels"))
+    labels = as_mapping(metadata.get("labels"))
     key = TEMPLATE_HASH if owner_kind == "ReplicaSet" else REVISION_HASH
     return bool(labels.get(key) == current)
 
 
 def _template(obj: KubeObject, without: str = "") -> Any:
     """``spec.template`` with its labels normalized, less the label ``without``."""
-    template = dict(_mapping(_mapping(obj.body.get("spec")).get("template")))
-    metadata = dict(_mapping(template.get("metadata")))
+    template = dict(as_mapping(as_mapping(obj.body.get("spec")).get("template")))
+    metadata = dict(as_mapping(template.get("metadata")))
     metadata["labels"] = {k: v for k, v in _labels(metadata).items() if k != without}
     template["metadata"] = metadata
     return template
 
 
 def _labels(metadata: object) -> dict[str, Any]:
-    labels = _mapping(metadata).get("labels")
+    labels = as_mapping(metadata).get("labels")
     return dict(labels) if isinstance(labels, Mapping) else {}
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

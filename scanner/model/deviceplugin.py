@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scanner.inventory import KubeObject, Position, join_path
+from scanner.inventory import KubeObject, Position, as_mapping, join_path
 from scanner.model.index import ObjectIndex
 from scanner.sources.yamldoc import parse_plain
 
@@ -42,13 +42,13 @@ def cluster_setup(index: ObjectIndex) -> Setup:
     if not policies:
         return Setup(None, "", "", "")
     policy = policies[0]
-    spec = _map(policy.body.get("spec"))
-    config = _map(_map(spec.get("devicePlugin")).get("config"))
+    spec = as_mapping(policy.body.get("spec"))
+    config = as_mapping(as_mapping(spec.get("devicePlugin")).get("config"))
     return Setup(
         policy,
         _text(config.get("name")),
         _text(config.get("default")),
-        _text(_map(spec.get("mig")).get("strategy")),
+        _text(as_mapping(spec.get("mig")).get("strategy")),
     )
 
 
@@ -63,7 +63,7 @@ def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
 
 
 def _looks_like_config(obj: KubeObject) -> bool:
-    for value in _map(obj.body.get("data")).values():
+    for value in as_mapping(obj.body.get("data")).values():
         if (
             isinstance(value, str)
             and "version:" in value
@@ -120,16 +120,16 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
         return entry
     body, positions = documents[0]
     entry["version"] = _text(body.get("version"))
-    flags = _map(body.get("flags"))
+    flags = as_mapping(body.get("flags"))
     entry["migStrategy"] = _text(flags.get("migStrategy"))
-    sharing = _map(body.get("sharing"))
+    sharing = as_mapping(body.get("sharing"))
     entry["sharingLine"] = at(positions, "sharing") or line
     time_slicing = sharing.get("timeSlicing")
     mps = sharing.get("mps")
     entry["timeSlicing"] = isinstance(time_slicing, Mapping)
     entry["mps"] = isinstance(mps, Mapping)
     chosen_key = "timeSlicing" if entry["timeSlicing"] else "mps" if entry["mps"] else ""
-    chosen = _map(sharing.get(chosen_key)) if chosen_key else {}
+    chosen = as_mapping(sharing.get(chosen_key)) if chosen_key else {}
     prefix = f"sharing.{chosen_key}"
     entry["renameByDefault"] = chosen.get("renameByDefault") is True
     entry["renameLine"] = at(positions, f"{prefix}.renameByDefault") if chosen_key else 0
@@ -137,7 +137,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     entry["failLine"] = at(positions, f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
     resources: list[dict[str, Any]] = []
     for index, resource in enumerate(_list(chosen.get("resources"))):
-        resource = _map(resource)
+        resource = as_mapping(resource)
         name = _text(resource.get("name"))
         replicas = resource.get("replicas")
         resources.append(
@@ -167,7 +167,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
 def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
     """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
     ``resources``: every sharing resource of every valid entry, with its entry's key."""
-    data = _map(obj.body.get("data"))
+    data = as_mapping(obj.body.get("data"))
     entries = []
     for key in sorted(data):
         path = join_path("data", key)
@@ -200,10 +200,6 @@ def entries_by_key(
     """
     chosen = [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
     return {entry["key"]: entry for config in chosen for entry in config["entries"]}
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: object) -> list[Any]:

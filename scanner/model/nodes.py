@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scanner.config import Config
-from scanner.inventory import KubeObject, join_path
+from scanner.inventory import KubeObject, as_mapping, join_path
 from scanner.model.deviceplugin import Setup
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
@@ -67,11 +67,11 @@ def _node(
     obj: KubeObject, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     meta = obj.metadata
-    labels = {str(k): [_scalar(v)] for k, v in _map(meta.get("labels")).items()}
-    status = _map(obj.body.get("status"))
+    labels = {str(k): [_scalar(v)] for k, v in as_mapping(meta.get("labels")).items()}
+    status = as_mapping(obj.body.get("status"))
     allocatable = _gpu_counts(status.get("allocatable"))
     capacity = _gpu_counts(status.get("capacity"))
-    taints = [_taint(t) for t in _list(_map(obj.body.get("spec")).get("taints"))]
+    taints = [_taint(t) for t in _list(as_mapping(obj.body.get("spec")).get("taints"))]
     facts = _common(obj, "node", labels, taints, config, setup, entries)
     facts["allocatable"] = allocatable
     facts["capacity"] = capacity
@@ -94,7 +94,7 @@ def _declaration(
     setup: Setup,
     entries: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
-    spec = _map(obj.body.get("spec"))
+    spec = as_mapping(obj.body.get("spec"))
     identity: dict[str, Any] = {
         "provider": "",
         "known": False,
@@ -112,14 +112,14 @@ def _declaration(
     sharing_hint = ""
     mig_profile = ""
     if obj.kind == "NodePool":
-        template = _map(spec.get("template"))
-        labels = _string_lists(_map(template.get("metadata")).get("labels"))
-        taints = [_taint(t) for t in _list(_map(template.get("spec")).get("taints"))]
+        template = as_mapping(spec.get("template"))
+        labels = _string_lists(as_mapping(template.get("metadata")).get("labels"))
+        taints = [_taint(t) for t in _list(as_mapping(template.get("spec")).get("taints"))]
         taints_path = "spec.template.spec.taints"
         labels_path = "spec.template.metadata.labels"
         extra["karpenter.sh/nodepool"] = [obj.name]
-        for requirement in _list(_map(template.get("spec")).get("requirements")):
-            requirement = _map(requirement)
+        for requirement in _list(as_mapping(template.get("spec")).get("requirements")):
+            requirement = as_mapping(requirement)
             key, operator = _text(requirement.get("key")), requirement.get("operator")
             values = [_scalar(v) for v in _list(requirement.get("values"))]
             if operator == "In" and key:
@@ -138,14 +138,16 @@ def _declaration(
                 and "nvidia" in values
             ):
                 gpu = True
-        limits = _map(spec.get("limits"))
+        limits = as_mapping(spec.get("limits"))
         if any(isinstance(k, str) and GPU_RESOURCE.match(k) for k in limits):
             gpu = True
-        node_class = _text(_map(_map(template.get("spec")).get("nodeClassRef")).get("name"))
+        node_class = _text(
+            as_mapping(as_mapping(template.get("spec")).get("nodeClassRef")).get("name")
+        )
         ec2 = index.get("EC2NodeClass", "", node_class) if node_class else None
         identity["provider"] = "aws"
         if ec2 is not None:
-            options = _map(_map(ec2.body.get("spec")).get("metadataOptions"))
+            options = as_mapping(as_mapping(ec2.body.get("spec")).get("metadataOptions"))
             hop = options.get("httpPutResponseHopLimit")
             identity["hopLimit"] = hop if isinstance(hop, int) and not isinstance(hop, bool) else 1
             identity["ref"] = ec2.ref.logical_name
@@ -158,7 +160,7 @@ def _declaration(
         else:
             identity["known"] = False
     elif obj.kind == "ContainerNodePool":
-        node_config = _map(spec.get("nodeConfig"))
+        node_config = as_mapping(spec.get("nodeConfig"))
         labels = _string_lists(node_config.get("labels"))
         taints = [
             {
@@ -166,12 +168,12 @@ def _declaration(
                 "value": _scalar(t.get("value")),
                 "effect": _EFFECTS.get(_text(t.get("effect")), _text(t.get("effect"))),
             }
-            for t in map(_map, _list(node_config.get("taint")))
+            for t in map(as_mapping, _list(node_config.get("taint")))
         ]
         taints_path = "spec.nodeConfig.taint"
         labels_path = "spec.nodeConfig.labels"
         extra["cloud.google.com/gke-nodepool"] = [obj.name]
-        accelerators = [_map(a) for a in _list(node_config.get("guestAccelerator"))]
+        accelerators = [as_mapping(a) for a in _list(node_config.get("guestAccelerator"))]
         if accelerators:
             gpu = True
             first = accelerators[0]
@@ -180,7 +182,7 @@ def _declaration(
             mig_profile = _text(first.get("gpuPartitionSize"))
             if mig_profile:
                 extra["cloud.google.com/gke-gpu-partition-size"] = [mig_profile]
-            sharing = _map(first.get("gpuSharingConfig"))
+            sharing = as_mapping(first.get("gpuSharingConfig"))
             strategy = _text(sharing.get("gpuSharingStrategy"))
             if strategy:
                 sharing_hint = {"TIME_SHARING": "time-sharing", "MPS": "mps"}.get(
@@ -194,7 +196,7 @@ def _declaration(
             implicit_taints.append(
                 {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
             )
-        metadata_config = _map(node_config.get("workloadMetadataConfig"))
+        metadata_config = as_mapping(node_config.get("workloadMetadataConfig"))
         scopes = [_text(s) for s in _list(node_config.get("oauthScopes"))]
         identity.update(
             provider="gcp",
@@ -207,13 +209,13 @@ def _declaration(
             scopesPath="spec.nodeConfig.oauthScopes",
         )
     else:  # Cluster API MachineDeployment
-        template = _map(spec.get("template"))
-        labels = _string_lists(_map(template.get("metadata")).get("labels"))
-        taints = [_taint(t) for t in _list(_map(template.get("spec")).get("taints"))]
+        template = as_mapping(spec.get("template"))
+        labels = _string_lists(as_mapping(template.get("metadata")).get("labels"))
+        taints = [_taint(t) for t in _list(as_mapping(template.get("spec")).get("taints"))]
         taints_path = "spec.template.spec.taints"
         labels_path = "spec.template.metadata.labels"
         extra["cluster.x-k8s.io/deployment-name"] = [obj.name]
-        annotations = _map(obj.metadata.get("annotations"))
+        annotations = as_mapping(obj.metadata.get("annotations"))
         autoscaler = positive_count(
             annotations.get("capacity.cluster-autoscaler.kubernetes.io/gpu-count")
         )
@@ -353,13 +355,13 @@ def mig_profile_of(resource: str) -> str:
 def _gpu_counts(value: object) -> dict[str, int]:
     return {
         str(name): positive_count(count)
-        for name, count in _map(value).items()
+        for name, count in as_mapping(value).items()
         if isinstance(name, str) and GPU_RESOURCE.match(name)
     }
 
 
 def _taint(value: object) -> dict[str, str]:
-    taint = _map(value)
+    taint = as_mapping(value)
     return {
         "key": _text(taint.get("key")),
         "value": _scalar(taint.get("value")),
@@ -368,11 +370,7 @@ def _taint(value: object) -> dict[str, str]:
 
 
 def _string_lists(value: object) -> dict[str, list[str]]:
-    return {str(k): [_scalar(v)] for k, v in _map(value).items()}
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return {str(k): [_scalar(v)] for k, v in as_mapping(value).items()}
 
 
 def _list(value: object) -> list[Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scanner.inventory import join_path
+from scanner.inventory import as_mapping, join_path
 from scanner.model.workloads import Join, Workload, join_complete
 
 RESTRICTED_VOLUME_TYPES: tuple[str, ...] = (
@@ -79,7 +79,7 @@ def attach_pod_security(workloads: Sequence[Workload]) -> Join:
 def _pod_security(workload: Workload) -> None:
     facts = workload.facts
     pod_spec = facts["podSpec"]
-    pod_context = _map(pod_spec.get("securityContext"))
+    pod_context = as_mapping(pod_spec.get("securityContext"))
     for container in facts["containers"]:
         container["security"] = container_security(container, pod_context)
     facts["volumes"] = volumes(pod_spec, facts["podSpecPath"])
@@ -103,7 +103,7 @@ def container_security(
     container: Mapping[str, Any], pod_context: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``containers[i].security`` (see the module docstring)."""
-    context = _map(container.get("securityContext"))
+    context = as_mapping(container.get("securityContext"))
     if not context and not pod_context:
         return _NOTHING_SET
     escalation = context.get("allowPrivilegeEscalation")
@@ -111,11 +111,11 @@ def container_security(
         context.get("runAsNonRoot"), pod_context.get("runAsNonRoot"), bool
     )
     seccomp, seccomp_from = _inherited(
-        _map(context.get("seccompProfile")).get("type"),
-        _map(pod_context.get("seccompProfile")).get("type"),
+        as_mapping(context.get("seccompProfile")).get("type"),
+        as_mapping(pod_context.get("seccompProfile")).get("type"),
         str,
     )
-    capabilities = _map(context.get("capabilities"))
+    capabilities = as_mapping(context.get("capabilities"))
     return {
         "allowPrivilegeEscalation": escalation is not False,
         "allowPrivilegeEscalationSet": isinstance(escalation, bool),
@@ -150,7 +150,7 @@ def volumes(pod_spec: Mapping[str, Any], pod_path: str) -> list[dict[str, Any]]:
         sources = [key for key in keys if key in VOLUME_SOURCES]
         kind = sources[0] if sources else keys[0] if keys else "emptyDir"
         path = join_path(join_path(pod_path, "volumes"), index)
-        host = _map(volume.get("hostPath")).get("path")
+        host = as_mapping(volume.get("hostPath")).get("path")
         found.append(
             {
                 "name": volume.get("name") if isinstance(volume.get("name"), str) else "",
@@ -161,12 +161,6 @@ def volumes(pod_spec: Mapping[str, Any], pod_path: str) -> list[dict[str, Any]]:
             }
         )
     return found
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    if value is None:  # the common case, before the (slower) ABC check
-        return {}
-    return value if isinstance(value, Mapping) else {}
 
 
 def _strings(value: object) -> list[str]:

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scanner.inventory import as_mapping
 from scanner.kinds import api_group
 from scanner.model.imagerefs import (
     kyverno_name,
@@ -91,7 +92,7 @@ class KyvernoRule:
         """Its filters look at the workload's kind and namespace only, not at its name,
         labels or annotations (so one verdict serves every workload of a kind)."""
         return not any(
-            key in _map(flt.get("resources"))
+            key in as_mapping(flt.get("resources"))
             for block in (self.match, self.exclude)
             for flt in _filters(block)
             for key in _OBJECT_FIELDS
@@ -157,7 +158,7 @@ def collect_policies(index: ObjectIndex) -> SignaturePolicies:
             continue
         namespace = namespace_of(obj) if obj.kind == "Policy" else None
         label = f"{obj.kind}/{obj.name}" if namespace is None else f"Policy/{namespace}/{obj.name}"
-        spec = _map(obj.body.get("spec"))
+        spec = as_mapping(obj.body.get("spec"))
         for rule in _list(spec.get("rules")):
             if isinstance(rule, Mapping):
                 verifications = tuple(_verifications(rule.get("verifyImages")))
@@ -167,8 +168,8 @@ def collect_policies(index: ObjectIndex) -> SignaturePolicies:
                         KyvernoRule(
                             rule_label,
                             namespace,
-                            _map(rule.get("match")),
-                            _map(rule.get("exclude")),
+                            as_mapping(rule.get("match")),
+                            as_mapping(rule.get("exclude")),
                             verifications,
                             spec,
                         )
@@ -177,7 +178,7 @@ def collect_policies(index: ObjectIndex) -> SignaturePolicies:
 
 
 def _image_policy(name: str, body: Mapping[str, Any]) -> ImagePolicy:
-    spec = _map(body.get("spec"))
+    spec = as_mapping(body.get("spec"))
     globs = tuple(
         image["glob"]
         for image in _list(spec.get("images"))
@@ -417,7 +418,7 @@ def _filter(flt: object, target: Target, ns: Mapping[str, Any]) -> Tri:
         return False
     if any(_list(flt.get(key)) for key in _USER_INFO):
         return False  # holds only for the named requesters
-    resources = _map(flt.get("resources"))
+    resources = as_mapping(flt.get("resources"))
     checks: list[Tri] = [
         _kinds(_strings(resources.get("kinds")), target.kind),
         _names(resources, target.name),
@@ -486,10 +487,6 @@ def _any(values: Sequence[Tri]) -> Tri:
     if any(value is True for value in values):
         return True
     return None if any(value is None for value in values) else False
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: object) -> list[Any]:

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scanner.inventory import InvalidDocument, KubeObject, join_path
+from scanner.inventory import InvalidDocument, KubeObject, is_mapping, join_path
 from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, workload_kind
 from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
@@ -374,22 +374,24 @@ def _uses_gpu(pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...]) -> bo
         containers = pod_spec.get(field_name)
         if isinstance(containers, list):
             for container in containers:
-                if isinstance(container, Mapping) and _names_gpu(container):
+                if _names_gpu(container):
                     return True
-    return any(
-        isinstance(container, Mapping) and _names_gpu(container)
-        for container in map(pod_spec.get, inline_fields)
-    )
+    return any(_names_gpu(container) for container in map(pod_spec.get, inline_fields))
 
 
-def _names_gpu(container: Mapping[str, Any]) -> bool:
-    """``bool(_gpu_names(container))``, without building the list."""
+def _names_gpu(container: object) -> bool:
+    """``bool(_gpu_names(container))`` for a container mapping, without building the
+    list."""
+    if not is_mapping(container):
+        return False
     resources = container.get("resources")
-    if not isinstance(resources, Mapping):
+    if not is_mapping(resources):
         return False
     for section in (resources.get("limits"), resources.get("requests")):
-        if isinstance(section, Mapping) and any(map(_is_gpu_resource, section)):
-            return True
+        if is_mapping(section):
+            for key in section:
+                if isinstance(key, str) and key.startswith("nvidia.com/") and _is_gpu_resource(key):
+                    return True
     return False
 
 
