@@ -1,13 +1,14 @@
-"""Property test of scanner/deferral.py: an expression it lets run on a controlled
+"""Property tests of scanner/deferral.py: an expression it lets run on a controlled
 pod's instance facts gives, on both CEL engines, the same value or error as on the
-pod's complete facts.
+pod's complete facts; and any expression gives the same on the fields it names
+(``workload_fields``, what an activation holds) as on all the facts.
 
 Expressions are generated from the shapes reviews found the analysis tripped on:
 reads of instance and deferred facts (also through ``.workload``), ``has()``, ``||``
 and ``&&`` (which drop an error where the other side decides), conditionals on
 ``workload.controlled`` (whose else branch is exempt), conditionals as map keys, and
-maps and lists holding reads. The pods are the controlled ones of the test dump
-(no cluster here: it is what ``poolgate snapshot`` writes).
+maps and lists holding reads, and reads of ``workload`` whole. The workloads are
+those of the test dump (no cluster here: it is what ``poolgate snapshot`` writes).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scanner.cel import ResultKind, get_engine
-from scanner.deferral import reads_instance_facts_only
+from scanner.deferral import reads_instance_facts_only, workload_fields
 from scanner.errors import CelError, CelEvalError
 from scanner.model import build_model
 from scanner.model.workloads import INSTANCE_FACTS
@@ -53,6 +54,7 @@ leaves = (
     st.sampled_from(["true", "false", "1", "'x'", "[]"])
     | reads
     | reads.map(lambda read: f"has({read})")
+    | st.sampled_from(["size(workload) > 3", "'targets' in workload", "workload['gpu']"])
 )
 
 
@@ -97,3 +99,30 @@ def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
             assert _outcome(program, engine, dict(partial)) == _outcome(
                 program, engine, complete
             ), (name, source)
+
+
+@cache
+def workloads() -> list[dict[str, Any]]:
+    """The complete facts of every workload of the dump, controlled or not."""
+    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))), defer=False)
+    return [workload.facts for workload in model.workloads]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions)
+def test_an_expression_answers_on_the_fields_it_names_as_on_all(source: str) -> None:
+    named = workload_fields([source])
+    if named is None:
+        return  # reads the facts whole: the activation holds all of them
+    for name in ("cpp", "python"):
+        engine = get_engine(name)
+        try:
+            program = engine.compile(source, ResultKind.ANY)
+        except CelError:
+            continue
+        for facts in workloads():
+            projected = {field: facts[field] for field in named if field in facts}
+            assert _outcome(program, engine, projected) == _outcome(program, engine, facts), (
+                name,
+                source,
+            )
