@@ -8,8 +8,15 @@ Two admission controllers are understood (RULES.md, "Signature-verification cove
   (its documented default: "The policy-controller admission controller will only
   validate resources in namespaces that have chosen to opt-in"). ``spec.mode:
   warn`` only warns, so it does not cover. ``spec.match`` narrows a policy to
-  resource types (``pods`` covers every controller's pods) and label selectors;
-  its ``group``/``version`` are not checked.
+  resource types and label selectors, compared as policy-controller compares them
+  (``GetMatchingPolicies``): an entry names the admitted resource when its
+  ``resource`` and ``group`` are that resource's and its ``version`` is ``v1`` or
+  ``*`` (an entry without a version matches nothing there). ``pods`` covers every
+  controller's pods, with the template's labels; the workload's own resource
+  (``deployments``, ``statefulsets``, ``jobs``, ``cronjobs``) with its own labels.
+  A ``daemonsets`` or ``replicasets`` entry is not counted: the policy-controller
+  source read lists DaemonSet under the core group and spells ReplicaSet
+  ``ReplicatSet``, so those entries match nothing there either.
 * **Kyverno** ``ClusterPolicy`` / ``Policy`` (``kyverno.io``) rules with
   ``verifyImages``: ``imageReferences`` (or the older ``image``) minus
   ``skipImageReferences``, when the rule's ``match`` covers the workload and its
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from scanner.inventory import as_mapping
 from scanner.kinds import api_group
@@ -239,6 +246,11 @@ def coverage(
     image_policies, verifications = policies.hits(image)
     for policy in image_policies:
         if not _cip_applies(policy, target):
+            notes.append(
+                f"{policy.label} matches it but its spec.match names neither pods (v1) nor "
+                f"this {target.kind}'s resource with matching labels (group, version and "
+                "resource are compared as written)"
+            )
             continue
         if not policy.enforce:
             notes.append(f"{policy.label} matches it but only warns (mode: warn)")
@@ -315,21 +327,41 @@ def signature_facts(
     }
 
 
+_CIP_RESOURCES: Final[Mapping[str, tuple[str, str]]] = {
+    "Pod": ("", "pods"),
+    "Deployment": ("apps", "deployments"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "Job": ("batch", "jobs"),
+    "CronJob": ("batch", "cronjobs"),
+}
+"""Kind -> the (API group, resource) a ``spec.match`` entry must name for
+policy-controller to apply the policy when it admits an object of that kind (see the
+module docstring for the kinds left out)."""
+
+
 def _cip_applies(policy: ImagePolicy, target: Target) -> bool:
     if not policy.match:
         return True
-    own = f"{target.kind.lower()}s"
+    own = _CIP_RESOURCES.get(target.kind)
     for entry in policy.match:
-        resource = entry.get("resource")
-        if resource == "pods":
+        if _names_resource(entry, _CIP_RESOURCES["Pod"]):
             labels = target.pod_labels
-        elif resource == own:
+        elif own is not None and _names_resource(entry, own):
             labels = target.object_labels
         else:
             continue
         if label_selector_matches(entry.get("selector"), labels):
             return True
     return False
+
+
+def _names_resource(entry: Mapping[str, Any], resource: tuple[str, str]) -> bool:
+    group, name = resource
+    return (
+        entry.get("resource") == name
+        and (entry.get("group") or "") == group
+        and entry.get("version") in ("v1", "*")
+    )
 
 
 def _kyverno_verdict(

@@ -92,14 +92,40 @@ def test_cluster_image_policy_warn_mode_and_foreign_kinds_do_not_cover() -> None
 
 
 def test_cluster_image_policy_match_narrows_resources() -> None:
-    pods_only = cip(
-        "**", match=[{"resource": "pods", "selector": {"matchLabels": {"app": "train"}}}]
-    )
+    train = {"matchLabels": {"app": "train"}}
+    pods_only = cip("**", match=[{"version": "v1", "resource": "pods", "selector": train}])
     assert cover("busybox", ns(labels=OPTED_IN), pods_only).covering
-    other = cip("**", match=[{"resource": "pods", "selector": {"matchLabels": {"app": "web"}}}])
+    web = {"matchLabels": {"app": "web"}}
+    other = cip("**", match=[{"version": "v1", "resource": "pods", "selector": web}])
     assert not cover("busybox", ns(labels=OPTED_IN), other).covering
     own_kind = cip("**", match=[{"group": "apps", "version": "v1", "resource": "deployments"}])
     assert cover("busybox", ns(labels=OPTED_IN), own_kind).covering
+
+
+@pytest.mark.parametrize(
+    ("entry", "covers"),
+    [
+        ({"version": "v1", "resource": "pods"}, True),
+        ({"group": "", "version": "*", "resource": "pods"}, True),
+        ({"group": None, "version": "v1", "resource": "pods"}, True),  # null is the core group
+        # policy-controller compares the version as written: none matches nothing
+        ({"resource": "pods"}, False),
+        ({"version": "v2", "resource": "pods"}, False),
+        ({"group": "apps", "version": "v1", "resource": "pods"}, False),
+        ({"version": "v1", "resource": "deployments"}, False),  # deployments are apps/v1
+        ({"group": "extensions", "version": "v1", "resource": "deployments"}, False),
+        ({"group": "apps", "version": "*", "resource": "deployments"}, True),
+        ({"group": "apps", "version": "v1", "resource": "statefulsets"}, False),  # not its kind
+        # entries policy-controller's own table never matches (module docstring)
+        ({"group": "apps", "version": "v1", "resource": "replicasets"}, False),
+        ({"group": "apps", "version": "v1", "resource": "daemonsets"}, False),
+    ],
+)
+def test_cluster_image_policy_match_compares_group_and_version(
+    entry: dict[str, Any], covers: bool
+) -> None:
+    policy = cip("**", match=[entry])
+    assert bool(cover("busybox", ns(labels=OPTED_IN), policy).covering) is covers
 
 
 def test_kyverno_enforce_covers_and_audit_does_not() -> None:
