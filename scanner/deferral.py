@@ -77,9 +77,9 @@ def workload_fields(sources: Iterable[str]) -> frozenset[str] | None:
 
     An activation whose ``workload`` holds only these fields gives such expressions the
     same values, errors and costs as the whole facts (scanner/engine.py): a field they
-    name is there or missing in both, and nothing else is read. One difference, as with
-    guards (scanner/guards.py): a value cel-cpp cannot represent (an integer past
-    int64) in a field no rule names no longer fails the rules that did not read it.
+    name is there or missing in both, and nothing else is read. (Converting the fields
+    left out could not have failed either: the readers keep every value within what
+    CEL represents, scanner/sources/numbers.py.)
     """
     fields: set[str] = set()
     for source in sources:

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from scanner.errors import PoolgateError
-from scanner.sources import surrogates
+from scanner.sources import numbers, surrogates
 from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
 
 IN_CLUSTER = "in-cluster"
@@ -377,7 +377,7 @@ class ListError(Exception):
 
 
 def _decode(data: bytes) -> dict[str, Any]:
-    value = json.loads(data)
+    value = numbers.loads(data)  # integers past int64 as the API server holds them
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     if surrogates.may_hold(data):

@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin
-from scanner.sources import surrogates
+from scanner.sources import numbers, surrogates
 from scanner.sources.yamldoc import collector_paused
 
 SCHEME = "cluster://"
@@ -248,7 +248,7 @@ def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
 def _parse(path: str, text: str) -> list[Any]:
     if text.lstrip()[:1] in ("{", "["):
         try:
-            value = json.loads(text)
+            value = numbers.loads(text)
         except RecursionError:
             raise UsageError(f"{path}: nested too deeply") from None
         except json.JSONDecodeError as error:
@@ -263,17 +263,54 @@ def _parse_yaml(path: str, text: str) -> list[Any]:
     nesting deep enough to crash libyaml's composer."""
     import yaml
 
-    from scanner.sources.yamllimits import first_too_deep, may_nest_deeply
+    from scanner.sources.yamllimits import Refused, first_too_deep, may_nest_deeply
+    from scanner.sources.yamlwalk import scalar, text_key
 
     loader_base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class _NoAliases(loader_base):  # type: ignore[misc]
+        """Scalars, keys and collections as manifests read them (scanner/sources/
+        yamlwalk.py): what the API server would have stored, which CEL can represent
+        (no timestamps, bytes, sets or integers past int64)."""
+
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             if node in self.constructed_objects:
                 raise yaml.constructor.ConstructorError(
                     None, None, "YAML aliases are not supported in snapshots", node.start_mark
                 )
             return super().construct_object(node, deep)
+
+        def construct_scalar_as_manifests(self, node: Any) -> Any:
+            return scalar(node.tag, str(node.value))
+
+        def construct_entries(self, node: Any) -> Any:  # !!omap, !!pairs: maps in a list
+            return self.construct_sequence(node, deep=True)
+
+        def construct_keys(self, node: Any) -> Any:  # !!set: a map of nulls
+            return self.construct_mapping(node, deep=True)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            self.flatten_mapping(node)
+            mapping: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key.__class__ is not str:
+                    try:
+                        key = text_key(key_node)
+                    except Refused as refused:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, refused.message, key_node.start_mark
+                        ) from None
+                mapping[key] = self.construct_object(value_node, deep=deep)
+            return mapping
+
+    for name in ("null", "bool", "int", "float", "binary", "timestamp"):
+        _NoAliases.add_constructor(
+            f"tag:yaml.org,2002:{name}", _NoAliases.construct_scalar_as_manifests
+        )
+    _NoAliases.add_constructor("tag:yaml.org,2002:omap", _NoAliases.construct_entries)
+    _NoAliases.add_constructor("tag:yaml.org,2002:pairs", _NoAliases.construct_entries)
+    _NoAliases.add_constructor("tag:yaml.org,2002:set", _NoAliases.construct_keys)
 
     if may_nest_deeply(text):
         deep = first_too_deep(text, loader_base)

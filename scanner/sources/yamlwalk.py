@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from scanner.inventory import Position, join_path
+from scanner.sources.numbers import api_number
 from scanner.sources.yamllimits import MAX_DEPTH, MAX_NODES, Refused, too_deep, too_large
 
 _Pairs = list[tuple[Node, Node]]
@@ -70,7 +71,7 @@ def build(root: Node) -> tuple[Any, dict[str, Position], list[Duplicate]]:
             if key_node.tag != str_tag or key.__class__ is not str:
                 if key_node.tag == merge_tag:
                     return merged(pairs, path, depth, node)
-                key = _text_key(key_node)
+                key = text_key(key_node)
             suffix = suffixes.get(key)
             if suffix is None:
                 suffix = _key_suffix(key)
@@ -149,7 +150,7 @@ def build(root: Node) -> tuple[Any, dict[str, Position], list[Duplicate]]:
         for key_node, _ in pairs:
             key = key_node.value
             if key_node.tag != str_tag or key.__class__ is not str:
-                key = _text_key(key_node)
+                key = text_key(key_node)
             mark = key_node.start_mark
             if key not in first_line:
                 first_line[key] = mark.line + 1
@@ -190,7 +191,7 @@ def _key_suffix(key: str) -> str:
     return suffix
 
 
-def _text_key(node: Node) -> str:
+def text_key(node: Node) -> str:
     """A mapping key that is not a plain string, spelled as Kubernetes' JSON conversion would.
 
     ``80: http`` becomes ``"80"``, ``true: x`` becomes ``"true"``; mappings or lists used
@@ -230,17 +231,11 @@ def _to_bool(text: str) -> bool | str:
     return _BOOLS.get(text.lower(), text)
 
 
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
-
-
-def _to_int(text: str) -> int | float | str:
+def to_int(text: str) -> int | float | str:
     """An integer; one outside int64 becomes a float, as the API server's JSON decoding
-    makes it (CEL integers are int64: cel-python would fail on it, cel-cpp misread it)."""
+    makes it (scanner/sources/numbers.py)."""
     value = _parse_int(text)
-    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
-        return float(value) if value.bit_length() < 1024 else text
-    return value
+    return api_number(value, text) if isinstance(value, int) else value
 
 
 def _parse_int(text: str) -> int | str:
@@ -299,10 +294,17 @@ def _to_text_from_binary(text: str) -> str:
     return data.decode("utf-8", "replace")
 
 
+def scalar(tag: str, text: str) -> Any:
+    """A scalar of resolved ``tag`` as ``build`` reads it (timestamps, like any tag
+    without a converter, stay text: the API server stores them as strings)."""
+    converter = _CONVERTERS.get(tag)
+    return converter(text) if converter is not None else text
+
+
 _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "tag:yaml.org,2002:null": _to_null,
     "tag:yaml.org,2002:bool": _to_bool,
-    "tag:yaml.org,2002:int": _to_int,
+    "tag:yaml.org,2002:int": to_int,
     "tag:yaml.org,2002:float": _to_float,
     "tag:yaml.org,2002:binary": _to_text_from_binary,
 }

@@ -1,0 +1,39 @@
+"""Integers as the API server stores them, for objects read from JSON.
+
+The API server decodes a JSON number into an int64, or into a float64 when it does
+not fit (``kubectl get -o json`` then shows ``1.8446744073709552e+19``). CEL integers
+are int64 too: cel-cpp cannot convert a larger one, and would fail every rule that
+reads the object, where a rule of a guard (scanner/guards.py) or one that reads
+other fields (scanner/deferral.py) would not. So a snapshot or a list response holding
+such an integer is read the API server's way, as manifests are (scanner/sources/
+yamlwalk.py): a float, or, past float64 too, the number's text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+
+def api_number(value: int, text: str) -> int | float | str:
+    """``value`` if it fits int64, else a float, else (past float64) ``text``."""
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    return float(value) if value.bit_length() < 1024 else text
+
+
+def json_int(text: str) -> int | float | str:
+    """``json.loads``'s ``parse_int``: every integer of a document passes here."""
+    if len(text) < 19:  # 18 digits always fit int64
+        return int(text)
+    if len(text) > 330:  # past float64 whatever the digits; int() refuses 4,300 of them
+        return text
+    return api_number(int(text), text)
+
+
+def loads(data: str | bytes) -> Any:
+    """``json.loads`` with integers read the API server's way (module docstring)."""
+    return json.loads(data, parse_int=json_int)

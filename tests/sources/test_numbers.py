@@ -1,0 +1,177 @@
+"""Integers, keys and scalars of snapshots and list responses as the API server
+stores them (scanner/sources/numbers.py; YAML snapshots as manifests are read): CEL
+can represent every value an audit reads, so a rule gives the same answer whether
+guards, field selection or CEL decide it.
+
+No cluster is available here: the snapshots are written by the tests, and the list
+response is decoded as the live reader decodes it (the live path itself is tested
+against the local API server in tests/audit/test_live.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scanner import audit, engine, guards
+from scanner.cel import cpp_available
+from scanner.pipeline import ScanOptions, load_ruleset
+from scanner.sources import cluster, numbers, snapshot
+from scanner.sources.yamldoc import parse_plain
+
+NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+BIG = 2**64  # past int64
+HUGE = "9" * 400  # past float64 too
+ENORMOUS = "7" * 5000  # past what int() parses
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("-42", -42),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(-(2**63)), -(2**63)),
+        (str(2**63), float(2**63)),
+        (str(BIG), float(BIG)),
+        (HUGE, HUGE),
+        (ENORMOUS, ENORMOUS),
+    ],
+)
+def test_json_integers_are_read_the_api_servers_way(text: str, value: object) -> None:
+    read = numbers.loads(f'{{"n": {text}}}')["n"]
+    assert read == value and type(read) is type(value)
+
+
+def pod(name: str, priority: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {"priority": priority, "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+def test_a_json_snapshot_holds_no_integer_cel_cannot_represent(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    items = [pod("a", "BIG"), pod("b", "ENORMOUS")]
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    text = text.replace('"BIG"', str(BIG)).replace('"ENORMOUS"', ENORMOUS)
+    path.write_text(text)
+    objects = snapshot.read(str(path)).objects
+    assert [o["spec"]["priority"] for o in objects] == [float(BIG), ENORMOUS]
+
+
+def test_a_yaml_snapshot_reads_integers_and_keys_as_manifests_do(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            apiVersion: v1
+            kind: Pod
+            metadata:
+              name: a
+              namespace: team
+              labels: {{~: x, 80: http, true: y}}
+            spec:
+              priority: {BIG}
+              overhead: 0x10
+              containers: [{{name: c, image: busybox}}]
+            """
+        )
+    )
+    (body,) = snapshot.read(str(path)).objects
+    assert body["metadata"]["labels"] == {"null": "x", "80": "http", "true": "y"}
+    assert body["spec"]["priority"] == float(BIG) and body["spec"]["overhead"] == 16
+
+
+def test_a_yaml_snapshot_reads_every_scalar_as_a_manifest_does(tmp_path: Path) -> None:
+    """Timestamps stay text, !!binary is its text, sets and ordered maps are maps and
+    lists of maps: what the API server stores, and what CEL can hold."""
+    text = textwrap.dedent(
+        """\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: a, creationTimestamp: 2025-01-01T00:00:00Z, labels: {~: x, 80: h}}
+        spec:
+          data: !!binary aGVsbG8=
+          day: 2020-01-01
+          keys: !!set {a, b}
+          ordered: !!omap [{a: 1}, {b: 2}]
+          flags: [~, yes, off, 1.5, .inf, 0x1F, 0o17, 18446744073709551616]
+        """
+    )
+    path = tmp_path / "snap.yaml"
+    path.write_text(text)
+    (body,) = snapshot.read(str(path)).objects
+    ((manifest, _),), problems = parse_plain(text)
+    assert not problems and body == manifest
+    assert body["metadata"]["creationTimestamp"] == "2025-01-01T00:00:00Z"
+    assert body["spec"]["data"] == "hello" and body["spec"]["keys"] == {"a": None, "b": None}
+
+
+def test_a_mapping_used_as_a_key_is_a_usage_error_with_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  ? [a, b]\n  : x\n")
+    with pytest.raises(Exception, match=r"snap\.yaml:4:\d+: .*scalar keys"):
+        snapshot.read(str(path))
+
+
+def test_a_list_response_is_decoded_the_same_way() -> None:
+    data = f'{{"kind": "PodList", "items": [{{"spec": {{"priority": {BIG}}}}}]}}'.encode()
+    assert cluster._decode(data)["items"][0]["spec"]["priority"] == float(BIG)
+
+
+RULES = {
+    # a guard decides the condition; the body does not read the object
+    "ACME301": ("workload.gpu", '[{"message": "gpu workload"}]'),
+    # the activation holds only workload.gpu
+    "ACME302": (None, 'workload.gpu ? [{"message": "gpu"}] : [{"message": "cpu"}]'),
+    # reads the object, whose spec holds the large integer
+    "ACME303": (None, '[{"message": string(object.spec.priority)}]'),
+}
+
+
+@pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
+def test_findings_on_a_large_integer_do_not_depend_on_guards_or_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    for rule_id, (condition, violations) in RULES.items():
+        match = f"match:\n  condition: {json.dumps(condition)}\n" if condition else ""
+        (rules / f"{rule_id}.yaml").write_text(
+            f"id: {rule_id}\nname: large-integer-{rule_id.lower()}\nlevel: warning\n"
+            "summary: Reads a pod with a large integer.\ndescription: For the test.\n"
+            f"remediation: None.\nsubject: {'object' if rule_id == 'ACME303' else 'workload'}\n"
+            f"{match}violations: {json.dumps(violations)}\n"
+        )
+    ruleset = load_ruleset(ScanOptions(rule_dirs=[rules], engine="cpp", include_bundled=False))
+    items = [pod(f"p{i}", "BIG" if i == 0 else 1) for i in range(20)]
+    for item in items:
+        spec = item["spec"]
+        assert isinstance(spec, dict)
+        spec["containers"] = [
+            {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+        ]
+    path = tmp_path / "snap.json"
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    path.write_text(text.replace('"BIG"', str(BIG)))
+    capture = snapshot.read(str(path))
+
+    def run() -> list[tuple[str, str, str, str]]:
+        report, _ = audit.evaluate(capture, ruleset, now=NOW)
+        return [(f.rule_id, f.location.uri, f.message, f.outcome.value) for f in report.findings]
+
+    optimized = run()
+    monkeypatch.setattr(guards, "ENGINES", frozenset())
+    monkeypatch.setattr(engine, "CONVERTING", frozenset())
+    plain = run()
+    assert optimized == plain
+    first = [f for f in plain if f[1].endswith("/p0")]
+    assert {f[3] for f in first} == {"fail"}  # no rule errors on the large integer
+    assert ("ACME303", first[-1][1], "1.8446744073709552e+19", "fail") in first
