@@ -16,6 +16,14 @@ A condition is split at its top-level ``&&``. These conjuncts become guards:
 * a **constant**: a conjunct that reads only ``config``, ``cluster`` or ``params``,
   evaluated once per run.
 
+Only the conjuncts before the first one with a comprehension (``all``, ``exists``,
+``map``, ...) become guards. cel-cpp evaluates ``&&`` from the left and stops at the
+first false operand, but an evaluation that reaches its comprehension limit
+(scanner/cel/budget.py) is aborted as a whole, whatever the other operands: a
+conjunct after a comprehension, or a comprehension in a constant (which the
+engine's own wrapping, scanner/bindings.py, may push past the limit), would decide
+what CEL never gets to.
+
 A guard answers "false" when one conjunct is: CEL's ``&&`` is false when any operand
 is false, whatever the others (even an error), so a rule whose guard is false does
 not match, exactly as the whole condition would have decided. It answers "true" only
@@ -26,11 +34,9 @@ Anything else (a flag that is not a bool, a missing field, a value of another ty
 a constant that fails or reads something else, a conjunct no guard covers) leaves
 the decision to the CEL condition, which runs in full.
 
-One difference remains, on values cel-cpp cannot represent at all (an integer past
-int64, a map key that is null): the engine converts a whole variable when an
-expression first reads it and fails the rule on such a value, where a guard reads
-one field. A rule a guard rejects then reports no error for that subject, and one a
-guard accepts reports it from the body only if the body reads that variable too.
+Values cel-cpp cannot represent (an integer past int64, a null map key) never reach
+a guard or CEL: the readers turn them into what the API server would have stored
+(scanner/sources/numbers.py), so a guard reads the same values CEL would.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from typing import Any, Final
 from scanner import bindings
 from scanner.bindings import BIND_FROM
 from scanner.cel import Engine, ResultKind
+from scanner.cel.budget import iterates
 from scanner.errors import CelError, CelEvalError
 from scanner.rules import Rule
 
@@ -59,6 +66,8 @@ _EQUALS = re.compile(rf'{_PATH}\s*==\s*"([^"\\]*)"')
 _MEMBER = re.compile(rf"{_PATH}\s+in\s+config((?:\s*\.\s*[A-Za-z_]\w*)+)")
 _IDENTIFIER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(\s*\()?")
 _LITERAL_WORDS: Final = frozenset({"true", "false", "null", "in"})
+_LEADING_DOT: Final = re.compile(r"(?:^|[^\w\s)\]}'\"])\s*\.\s*[A-Za-z_]")
+"""A dot that starts a name (``.workload``, ``f(.x)``) rather than selecting a field."""
 _MISSING: Final = object()
 
 
@@ -225,9 +234,12 @@ def strip_strings(text: str) -> str:
 
 
 def _reads_only_run_values(conjunct: str) -> bool:
+    text = strip_strings(conjunct)
+    if _LEADING_DOT.search(text):  # .workload names the global too: not followed here
+        return False
     roots = {
         match.group(1)
-        for match in _IDENTIFIER.finditer(strip_strings(conjunct))
+        for match in _IDENTIFIER.finditer(text)
         if match.group(2) is None  # a function call is not a variable
     }
     return bool(roots & RUN_VARIABLES) and roots <= RUN_VARIABLES | _LITERAL_WORDS
@@ -248,6 +260,9 @@ def build(
     never = False
     whole = True  # every conjunct is covered (a constant only when it is true)
     for part in parts:
+        if iterates(part):  # CEL may abort here: nothing from here on decides
+            whole = False
+            break
         atom = _atom(part, run_values)
         if atom is not None:
             flags.append(atom)

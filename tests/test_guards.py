@@ -4,6 +4,7 @@ only reject what the whole condition rejects, and only accept what it accepts.""
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,79 @@ def test_equality_and_membership_atoms_read_the_object_too() -> None:
     assert guard.rejects({}, {"kind": "ClusterPolicy", "spec": {"paused": False}})
     # a list that is not all strings is not a membership the guard can decide
     assert build("object.kind in config.mixed", get_engine("cpp"), run, {}) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "flags"),
+    [
+        # a comprehension may stop the whole evaluation: nothing after it decides
+        ("params.xs.all(x, x != '') && workload.gpu", None),
+        ("workload.gpu && params.xs.all(x, x != '') && workload.pending", ("gpu",)),
+    ],
+)
+def test_no_conjunct_after_a_comprehension_is_a_guard(
+    source: str, flags: tuple[str, ...] | None
+) -> None:
+    guard = build(source, get_engine("cpp"), RUN, {"xs": ["a"]})
+    if flags is None:
+        assert guard is None
+    else:
+        assert guard is not None and not guard.whole
+        assert tuple(flag.fields[0] for flag in guard.flags if isinstance(flag, Flag)) == flags
+
+
+def test_a_leading_dot_name_is_not_a_run_constant() -> None:
+    """``.workload`` is the global: evaluated without it, ``||`` would hide the error."""
+    source = "(has(.workload.x) || config.require.imageDigestPin == false)"
+    assert build(source, get_engine("cpp"), RUN, {}) is None
+
+
+COST_RULE = """\
+id: ACME201
+name: constants-over-the-limit
+level: warning
+summary: Two constants that each fit the iteration limit, together not.
+description: A rule of one's own, for the test.
+remediation: None; it is a test.
+subject: workload
+params: {params}
+match:
+  condition: {condition}
+violations: '[{{"message": "matched"}}]'
+"""
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        # each conjunct fits the 10,000 iterations alone, not together (the iteration
+        # variable is named config, so each reads only run values)
+        "params.xs.all(config, config != '') && params.xs.all(config, config != '')",
+        # false, but too late: the first one has used up most of the iterations
+        "params.xs.all(config, config != '') && params.xs.all(config, config != 'v5999')",
+        "workload.gpu && params.xs.all(config, config != '') && params.xs.all(config, true)",
+    ],
+)
+def test_a_condition_over_the_iteration_limit_is_an_error_with_guards_too(
+    condition: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    params = {"xs": [f"v{i}" for i in range(6000)]}
+    text = COST_RULE.format(params=json.dumps(params), condition=json.dumps(condition))
+    (rules / "ACME201.yaml").write_text(text)
+    ruleset = pipeline.load_ruleset(
+        pipeline.ScanOptions(rule_dirs=[rules], engine="cpp", include_bundled=False)
+    )
+    inventory = load_paths([str(FIXTURES / "rules" / "PG103")], REPO)
+
+    def run() -> list[tuple[str, str, str]]:
+        report = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW)
+        return [(f.location.uri, f.message, f.outcome.value) for f in report.findings]
+
+    guarded = run()
+    monkeypatch.setattr(guards, "ENGINES", frozenset())
+    plain = run()
+    assert guarded == plain
+    assert len(guarded) >= BIND_FROM  # enough workloads for guards to be built
+    assert {outcome for _, _, outcome in guarded} == {"error"}
