@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from scanner import forking
+from scanner.bindings import BIND_FROM, bind_rules
 from scanner.bindings import ENGINES as CONVERTING
-from scanner.bindings import bind_rules
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
 from scanner.deferral import reads_instance_facts_only, workload_fields
@@ -72,10 +72,12 @@ def evaluate(
         if reads_instance_facts_only(program.source for program in _programs(rule))
     }
     # The fields of a workload's facts each rule may read: the activation converts only
-    # those the subject's rules name (scanner/deferral.py), where converting costs.
+    # those the subject's rules name (scanner/deferral.py), where converting costs and
+    # there are enough workloads to repay reading every rule (~3 ms).
+    selecting = engine.name in CONVERTING and len(subjects.get("workload", ())) >= BIND_FROM
     reads = {
         rule.id: workload_fields(program.source for program in _programs(rule))
-        for rule in (rules if engine.name in CONVERTING else ())
+        for rule in (rules if selecting else ())
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
