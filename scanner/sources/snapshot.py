@@ -220,7 +220,10 @@ def read(path: str, context: str | None = None) -> Capture:
     with collector_paused():
         documents = _parse(path, text)
         if surrogates.may_hold(text):
-            documents = surrogates.replaced(documents)
+            try:
+                documents = surrogates.replaced(documents)
+            except RecursionError:
+                raise UsageError(f"{path}: nested too deeply") from None
         return _capture(path, context, documents)
 
 
@@ -259,71 +262,18 @@ def _parse(path: str, text: str) -> list[Any]:
 
 
 def _parse_yaml(path: str, text: str) -> list[Any]:
-    """Safe YAML without aliases (a dump never has them; a bomb would) and without
-    nesting deep enough to crash libyaml's composer."""
-    import yaml
+    """Read exactly as manifests are (``parse_plain``, scanner/sources/yamlwalk.py):
+    the same safety (no tag is ever honoured, alias expansion and nesting are bounded)
+    and the same values, those the API server would store and CEL can hold. A
+    document that does not parse or is refused is a usage error with its position; a
+    duplicate key keeps the last value, as the API server's decoding does."""
+    from scanner.sources.yamldoc import DUPLICATE_KEY, parse_plain
 
-    from scanner.sources.yamllimits import Refused, first_too_deep, may_nest_deeply
-    from scanner.sources.yamlwalk import scalar, text_key
-
-    loader_base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class _NoAliases(loader_base):  # type: ignore[misc]
-        """Scalars, keys and collections as manifests read them (scanner/sources/
-        yamlwalk.py): what the API server would have stored, which CEL can represent
-        (no timestamps, bytes, sets or integers past int64)."""
-
-        def construct_object(self, node: Any, deep: bool = False) -> Any:
-            if node in self.constructed_objects:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "YAML aliases are not supported in snapshots", node.start_mark
-                )
-            return super().construct_object(node, deep)
-
-        def construct_scalar_as_manifests(self, node: Any) -> Any:
-            return scalar(node.tag, str(node.value))
-
-        def construct_entries(self, node: Any) -> Any:  # !!omap, !!pairs: maps in a list
-            return self.construct_sequence(node, deep=True)
-
-        def construct_keys(self, node: Any) -> Any:  # !!set: a map of nulls
-            return self.construct_mapping(node, deep=True)
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            self.flatten_mapping(node)
-            mapping: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key.__class__ is not str:
-                    try:
-                        key = text_key(key_node)
-                    except Refused as refused:
-                        raise yaml.constructor.ConstructorError(
-                            None, None, refused.message, key_node.start_mark
-                        ) from None
-                mapping[key] = self.construct_object(value_node, deep=deep)
-            return mapping
-
-    for name in ("null", "bool", "int", "float", "binary", "timestamp"):
-        _NoAliases.add_constructor(
-            f"tag:yaml.org,2002:{name}", _NoAliases.construct_scalar_as_manifests
-        )
-    _NoAliases.add_constructor("tag:yaml.org,2002:omap", _NoAliases.construct_entries)
-    _NoAliases.add_constructor("tag:yaml.org,2002:pairs", _NoAliases.construct_entries)
-    _NoAliases.add_constructor("tag:yaml.org,2002:set", _NoAliases.construct_keys)
-
-    if may_nest_deeply(text):
-        deep = first_too_deep(text, loader_base)
-        if deep is not None:
-            raise UsageError(f"{path}:{deep[1]}:{deep[2]}: nested too deeply")
-    try:
-        return list(yaml.load_all(text, Loader=_NoAliases))
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        raise UsageError(f"{where}: {error.problem or error.context}") from None
-    except yaml.YAMLError as error:
-        raise UsageError(f"{path}: invalid YAML: {error}") from None
+    documents, problems = parse_plain(text)
+    for message, line, column in sorted(problems, key=lambda problem: problem[1:]):
+        if not message.startswith(DUPLICATE_KEY):
+            raise UsageError(f"{path}:{line}:{column}: {message}")
+    return [body for body, _ in documents]
 
 
 def _list_items(document: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
@@ -370,7 +320,7 @@ def _unavailable(path: str, recorded: object) -> list[Unavailable]:
             )
             for entry in entries
         ]
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         raise UsageError(f"{path}: annotation {ANNOTATION_UNAVAILABLE} is not valid") from None
 
 

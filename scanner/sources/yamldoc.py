@@ -390,9 +390,13 @@ def _duplicate_document(
     )
 
 
+DUPLICATE_KEY: Final = "duplicate key "
+"""How the message of a duplicate-key problem starts (``parse_plain``)."""
+
+
 def _duplicate_message(duplicate: Duplicate) -> str:
     return (
-        f"duplicate key '{duplicate.key}' (first at line {duplicate.first_line}); "
+        f"{DUPLICATE_KEY}'{duplicate.key}' (first at line {duplicate.first_line}); "
         "parsers disagree on which value wins"
     )
 

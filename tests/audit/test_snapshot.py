@@ -108,14 +108,34 @@ def test_objects_without_identity_are_skipped(tmp_path: Path) -> None:
     assert inventory.skipped == 2
 
 
+def test_yaml_snapshots_honour_no_tag_and_read_aliases_as_manifests_do(tmp_path: Path) -> None:
+    """The manifest reader's rules (scanner/sources/yamldoc.py parse_plain): a tag is
+    never honoured, so nothing is constructed or executed, and an alias reads as the
+    value it names, its expansion bounded (BOMB below is refused)."""
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: &ns team, labels: {team: *ns}}\n"
+        "spec: {x: !!python/object:os.system {}, y: !!null {privileged: true}, z: !!set [a]}\n"
+    )
+    (body,) = snapshot.read(str(dump)).objects
+    assert body["metadata"]["labels"] == {"team": "team"}
+    assert body["spec"] == {"x": {}, "y": {"privileged": True}, "z": ["a"]}
+
+
+BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 10 if prev else ['x'] * 10)}]\n"
+    for prev, name in zip(["", *"abcdefg"], "abcdefgh", strict=True)
+)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ('{"apiVersion": "v1",\n "items": [}', "dump:2:12: invalid JSON"),
         ("items:\n  - a: [1\n", "dump:3:1:"),
-        ("base: &b {kind: Pod}\nitems:\n  - *b\n  - *b\n", "YAML aliases are not supported"),
-        ("x: !!python/object:os.system {}\n", "dump:1:4:"),
-        ("items: " + "[" * 600 + "]" * 600, "dump:1:507: nested too deeply"),  # YAML
+        (BOMB, "dump:1:1: alias expansion exceeds limit"),
+        ("x: \x01\n", "dump:1:4: YAML does not parse: unacceptable character"),
+        ("items: " + "[" * 600 + "]" * 600, "dump:1:507: nesting deeper than 200 levels"),
         ("[" * 100_000 + "]" * 100_000, "dump: nested too deeply"),  # JSON
     ],
 )
