@@ -143,6 +143,8 @@ def _bind(rule: Rule, engine: Engine) -> Rule | None:
     activation with every other rule.
     """
     variables = [(name, program.source) for name, program in rule.variables]
+    if len({name for name, _ in variables}) < len(variables):
+        return None  # a map literal with a repeated key fails in CEL; the plain path: last wins
     params = None
     if rule.params:
         params = _params_literal(rule.params)

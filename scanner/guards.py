@@ -17,12 +17,12 @@ A condition is split at its top-level ``&&``. These conjuncts become guards:
   evaluated once per run.
 
 Only the conjuncts before the first one with a comprehension (``all``, ``exists``,
-``map``, ...) become guards. cel-cpp evaluates ``&&`` from the left and stops at the
-first false operand, but an evaluation that reaches its comprehension limit
-(scanner/cel/budget.py) is aborted as a whole, whatever the other operands: a
-conjunct after a comprehension, or a comprehension in a constant (which the
-engine's own wrapping, scanner/bindings.py, may push past the limit), would decide
-what CEL never gets to.
+``map``, ...) or a map literal become guards. cel-cpp evaluates ``&&`` from the left
+and stops at the first false operand, but an evaluation that reaches its
+comprehension limit (scanner/cel/budget.py), or builds a map literal whose keys
+turn out equal, is aborted as a whole, whatever the other operands: a conjunct
+after one, or one inside a constant (which the engine's own wrapping,
+scanner/bindings.py, may push past the limit), would decide what CEL never gets to.
 
 A guard answers "false" when one conjunct is: CEL's ``&&`` is false when any operand
 is false, whatever the others (even an error), so a rule whose guard is false does
@@ -66,7 +66,7 @@ _EQUALS = re.compile(rf'{_PATH}\s*==\s*"([^"\\]*)"')
 _MEMBER = re.compile(rf"{_PATH}\s+in\s+config((?:\s*\.\s*[A-Za-z_]\w*)+)")
 _IDENTIFIER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(\s*\()?")
 _LITERAL_WORDS: Final = frozenset({"true", "false", "null", "in"})
-_LEADING_DOT: Final = re.compile(r"(?:^|[^\w\s)\]}'\"])\s*\.\s*[A-Za-z_]")
+_LEADING_DOT: Final = re.compile(r"(?:^|[^\w\s)\]}'\"]|\bin)\s*\.\s*[A-Za-z_]")
 """A dot that starts a name (``.workload``, ``f(.x)``) rather than selecting a field."""
 _MISSING: Final = object()
 
@@ -260,7 +260,9 @@ def build(
     never = False
     whole = True  # every conjunct is covered (a constant only when it is true)
     for part in parts:
-        if iterates(part):  # CEL may abort here: nothing from here on decides
+        if iterates(part) or "{" in strip_strings(part):
+            # CEL may abort here (the iteration limit; a map literal whose keys turn out
+            # equal): nothing from here on decides
             whole = False
             break
         atom = _atom(part, run_values)

@@ -115,6 +115,14 @@ def test_rule_whose_wrapped_program_does_not_compile_keeps_the_plain_path() -> N
     assert bind_rules([rule], engine) == {}
 
 
+def test_a_rule_that_names_a_variable_twice_keeps_the_plain_path() -> None:
+    """Bound, the two would be keys of one map literal, which cel-cpp refuses at run
+    time; unbound, the later one wins, whatever the number of subjects."""
+    engine = get_engine("cpp")
+    rule = _rule([("why", '"first"'), ("why", '"second"')], "[]", engine)
+    assert bind_rules([rule], engine) == {}
+
+
 def test_few_subjects_are_not_worth_binding() -> None:
     engine = get_engine("cpp")
     rule = _rule([("ok", "true"), ("why", '"because"')], "[]", engine)

@@ -245,6 +245,9 @@ def test_equality_and_membership_atoms_read_the_object_too() -> None:
     [
         # a comprehension may stop the whole evaluation: nothing after it decides
         ("params.xs.all(x, x != '') && workload.gpu", None),
+        ("params.xs.all\f(x, x != '') && workload.gpu", None),  # form feed is space too
+        # so may a map literal whose keys turn out equal
+        ("{workload.name: 1, workload.namespace: 2}.size() == 2 && workload.gpu", None),
         ("workload.gpu && params.xs.all(x, x != '') && workload.pending", ("gpu",)),
     ],
 )
@@ -263,6 +266,8 @@ def test_a_leading_dot_name_is_not_a_run_constant() -> None:
     """``.workload`` is the global: evaluated without it, ``||`` would hide the error."""
     source = "(has(.workload.x) || config.require.imageDigestPin == false)"
     assert build(source, get_engine("cpp"), RUN, {}) is None
+    after_in = '(config.require.runtimeClass in .workload.names || config.require.runtimeClass == "nvidia")'
+    assert build(after_in, get_engine("cpp"), RUN, {}) is None
 
 
 COST_RULE = """\

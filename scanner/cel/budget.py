@@ -148,7 +148,7 @@ def _skip_string(source: str, index: int) -> int:
 
 
 def _skip_space(source: str, index: int) -> int:
-    while index < len(source) and source[index] in " \t\r\n":
+    while index < len(source) and source[index] in " \t\r\n\f":
         index += 1
     return index
 
@@ -156,7 +156,7 @@ def _skip_space(source: str, index: int) -> int:
 def _after_dot(source: str, start: int) -> bool:
     """Is the identifier at ``start`` a member name (``x.all``), not a global (``all``)?"""
     index = start - 1
-    while index >= 0 and source[index] in " \t\r\n":
+    while index >= 0 and source[index] in " \t\r\n\f":
         index -= 1
     return index >= 0 and source[index] == "."
 
