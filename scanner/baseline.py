@@ -119,6 +119,8 @@ def load(path: Path) -> frozenset[str]:
         raise UsageError(
             f"--baseline {path}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
         ) from None
+    except (ValueError, RecursionError) as error:  # a number too long, nesting too deep
+        raise UsageError(f"--baseline {path}: not a baseline file: {error}") from None
     return _fingerprints_of(data, path)
 
 

@@ -61,6 +61,8 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
         raise UsageError(
             f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}"
         ) from None
+    except (ValueError, RecursionError) as error:  # a number too long, nesting too deep
+        raise UsageError(f"--compare {path}: not a poolgate JSON report: {error}") from None
     if (
         not isinstance(document, dict)
         or document.get("version") != 1

@@ -377,11 +377,17 @@ class ListError(Exception):
 
 
 def _decode(data: bytes) -> dict[str, Any]:
-    value = numbers.loads(data)  # integers past int64 as the API server holds them
+    try:
+        value = numbers.loads(data)  # integers past int64 as the API server holds them
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     if surrogates.may_hold(data):
-        value = surrogates.replaced(value)
+        try:
+            value = surrogates.replaced(value)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
     return value  # type: ignore[no-any-return]
 
 

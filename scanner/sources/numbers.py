@@ -22,7 +22,10 @@ def api_number(value: int, text: str) -> int | float | str:
     """``value`` if it fits int64, else a float, else (past float64) ``text``."""
     if INT64_MIN <= value <= INT64_MAX:
         return value
-    return float(value) if value.bit_length() < 1024 else text
+    try:
+        return float(value)
+    except OverflowError:
+        return text
 
 
 def json_int(text: str) -> int | float | str:

@@ -1,10 +1,13 @@
-"""Lone UTF-16 surrogates from JSON escapes, replaced as the API server would.
+"""Lone UTF-16 surrogates and NUL from escapes, replaced as manifests' are.
 
 JSON may spell a character as ``\\ud800`` without its pair; ``json.loads`` then
 returns a Python string no UTF-8 output can hold, and every report crashed on it.
 Kubernetes stores UTF-8, so a real API server never sends one; a hand-made or
 hostile snapshot can. Such strings get U+FFFD, as Go's encoding does for invalid
-text. The walk runs only when the raw text holds a surrogate escape at all.
+text. NUL (``\\u0000``, or YAML's ``\\0``, ``\\x00``) gets U+FFFD too, as in
+manifests (scanner/sources/yamlnotes.py): cel-cpp ends a string at a NUL, so a guard
+reading the string in Python and CEL would disagree about it. The walk runs only
+when the raw text holds such an escape at all.
 """
 
 from __future__ import annotations
@@ -12,22 +15,22 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-_ESCAPE_PATTERN: Final = r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}"
+_ESCAPE_PATTERN: Final = r"\\(?:[uU]0{0,4}(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|x00|0)"
 _ESCAPE: Final = re.compile(_ESCAPE_PATTERN)
 _ESCAPE_BYTES: Final = re.compile(_ESCAPE_PATTERN.encode())
-_LONE: Final = re.compile("[\ud800-\udfff]")
+_LONE: Final = re.compile("[\ud800-\udfff\x00]")
 REPLACEMENT: Final = "\ufffd"
 
 
 def may_hold(text: str | bytes) -> bool:
-    """Whether ``text`` (JSON or YAML) spells a surrogate with an escape."""
+    """Whether ``text`` (JSON or YAML) spells a surrogate or NUL with an escape."""
     if isinstance(text, bytes):  # an API response: no decoded copy just to look
         return _ESCAPE_BYTES.search(text) is not None
     return _ESCAPE.search(text) is not None
 
 
 def replaced(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys too) as U+FFFD."""
+    """``value`` with every lone surrogate and NUL in its strings (keys too) as U+FFFD."""
     if isinstance(value, str):
         return _LONE.sub(REPLACEMENT, value)
     if isinstance(value, list):

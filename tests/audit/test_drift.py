@@ -115,6 +115,8 @@ def test_reports_carry_the_drift(tmp_path: Path) -> None:
         ("{", "invalid JSON"),
         ('{"version": 2, "findings": []}', "not a poolgate JSON report"),
         ("[]", "not a poolgate JSON report"),
+        ('{"version": ' + "7" * 5000 + "}", "not a poolgate JSON report"),  # no traceback
+        ("[" * 5000 + "]" * 5000, "not a poolgate JSON report"),
     ],
 )
 def test_previous_must_be_a_json_report(tmp_path: Path, text: str, message: str) -> None:

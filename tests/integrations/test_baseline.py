@@ -173,6 +173,8 @@ def test_rule_errors_unreadable_files_and_suppressed_findings_are_never_baseline
         ('{"version": 1, "fingerprints": {}}', "'fingerprints' must be a list"),
         ('{"version": 1, "fingerprints": [{"fingerprint": "xyz"}]}', "fingerprints[0] has no"),
         ("[]", "not a poolgate baseline"),
+        ('{"version": ' + "7" * 5000 + "}", "not a baseline file: Exceeds the limit"),
+        ("[" * 5000 + "]" * 5000, "not a baseline file: maximum recursion depth"),
     ],
 )
 def test_a_broken_baseline_file_is_a_usage_error(

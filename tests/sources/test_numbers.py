@@ -38,6 +38,7 @@ ENORMOUS = "7" * 5000  # past what int() parses
         (str(-(2**63)), -(2**63)),
         (str(2**63), float(2**63)),
         (str(BIG), float(BIG)),
+        ("1" + "0" * 308, 1e308),  # the largest power of ten float64 holds
         (HUGE, HUGE),
         (ENORMOUS, ENORMOUS),
     ],
@@ -121,9 +122,22 @@ def test_a_mapping_used_as_a_key_is_a_usage_error_with_its_position(tmp_path: Pa
         snapshot.read(str(path))
 
 
+def test_nul_in_snapshot_strings_reads_as_in_manifests(tmp_path: Path) -> None:
+    """cel-cpp ends a string at NUL, a guard would not: both see U+FFFD instead."""
+    path = tmp_path / "snap.json"
+    item = pod("a", 1)
+    item["spec"] = {"schedulerName": "default-scheduler\u0000-evil"}
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [item]}))
+    (body,) = snapshot.read(str(path)).objects
+    assert body["spec"]["schedulerName"] == "default-scheduler\ufffd-evil"
+
+
 def test_a_list_response_is_decoded_the_same_way() -> None:
     data = f'{{"kind": "PodList", "items": [{{"spec": {{"priority": {BIG}}}}}]}}'.encode()
     assert cluster._decode(data)["items"][0]["spec"]["priority"] == float(BIG)
+    assert cluster._decode(b'{"items": ["a\\u0000b"]}')["items"] == ["a\ufffdb"]
+    with pytest.raises(ValueError, match="nested too deeply"):
+        cluster._decode(b'{"a": ' + b"[" * 5000 + b'"\\ud800"' + b"]" * 5000 + b"}")
 
 
 RULES = {
