@@ -82,6 +82,7 @@ def comprehension_nesting(source: str) -> tuple[int, int]:
     around it. Meant for source that already compiled; tests compare it with
     cel-python's parse tree.
     """
+    source = _without_comments(source)  # a comment may sit between "all" and "("
     macro_parens: list[bool] = []  # one entry per open "(": does it open a macro?
     open_macros = 0
     deepest, where = 0, 0
@@ -118,6 +119,27 @@ def comprehension_nesting(source: str) -> tuple[int, int]:
             open_macros -= macro_parens.pop()
         index += 1
     return deepest, where
+
+
+def _without_comments(source: str) -> str:
+    """``source`` with each ``//`` comment blanked (same length, so offsets hold);
+    string literals are kept as they are."""
+    if "//" not in source:
+        return source
+    parts: list[str] = []
+    index, end, copied = 0, len(source), 0
+    while index < end:
+        char = source[index]
+        if char in "'\"" or (char in "rRbB" and _string_prefix(source, index)):
+            index = _skip_string(source, index)
+        elif source.startswith("//", index):
+            newline = source.find("\n", index)
+            stop = end if newline == -1 else newline
+            parts += [source[copied:index], " " * (stop - index)]
+            index = copied = stop
+        else:
+            index += 1
+    return "".join(parts) + source[copied:]
 
 
 def _string_prefix(source: str, index: int) -> bool:

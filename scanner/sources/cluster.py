@@ -396,7 +396,7 @@ def _status_message(status: int, data: bytes) -> str:
     reason = _REASONS.get(status, "")
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         document = None
     if isinstance(document, Mapping) and isinstance(document.get("message"), str):
         return f"{status} {reason}: {document['message']}".replace(" :", ":")

@@ -268,8 +268,12 @@ def _parse_yaml(path: str, text: str) -> list[Any]:
     document that does not parse or is refused is a usage error with its position; a
     duplicate key keeps the last value, as the API server's decoding does."""
     from scanner.sources.yamldoc import DUPLICATE_KEY, parse_plain
+    from scanner.sources.yamllimits import MAX_NODES
 
-    documents, problems = parse_plain(text)
+    # A kubectl List is one document holding every object: its node count is bounded
+    # by the text's length (aliases aside, whose expansion parse_plain bounds), not by
+    # the per-document limit meant for manifests.
+    documents, problems = parse_plain(text, max_nodes=max(MAX_NODES, len(text)))
     for message, line, column in sorted(problems, key=lambda problem: problem[1:]):
         if not message.startswith(DUPLICATE_KEY):
             raise UsageError(f"{path}:{line}:{column}: {message}")

@@ -142,13 +142,17 @@ def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
     return inventory
 
 
-def parse_plain(text: str) -> tuple[list[tuple[Any, dict[str, Position]]], list[Problem]]:
+def parse_plain(
+    text: str, *, max_nodes: int | None = None
+) -> tuple[list[tuple[Any, dict[str, Position]]], list[Problem]]:
     """Every non-empty document as (plain value, field positions), and the problems found.
 
     For poolgate's own files (rule files, configuration), which need the same safety
     and positions but none of the Kubernetes handling: nothing is skipped and the root
     may be any value. Problems are (message, line, column): a parse error (which ends
     the stream), a refused document (left out), a duplicate key (the last value kept).
+    ``max_nodes``: the nodes one document may have (default ``MAX_NODES``, for
+    manifests; a snapshot's single List document is bounded by its length instead).
     """
     documents: list[tuple[Any, dict[str, Position]]] = []
     problems: list[Problem] = []
@@ -161,7 +165,7 @@ def parse_plain(text: str) -> tuple[list[tuple[Any, dict[str, Position]]], list[
             first = root.value[0][0] if root.__class__ is MappingNode and root.value else root
             start = _position(first.start_mark)
             try:
-                body, positions, duplicates = _build_checked(root, text)
+                body, positions, duplicates = _build_checked(root, text, max_nodes)
             except Refused as refused:
                 where = _position(refused.mark) if refused.mark is not None else start
                 problems.append((refused.message, *where))
@@ -228,7 +232,9 @@ def _compose(text: str, failures: list[_Failure]) -> Iterator[tuple[int, Node]]:
         index += 1
 
 
-def _build_checked(root: Node, text: str) -> tuple[Any, dict[str, Position], list[Duplicate]]:
+def _build_checked(
+    root: Node, text: str, max_nodes: int | None = None
+) -> tuple[Any, dict[str, Position], list[Duplicate]]:
     """``build`` behind the alias-expansion check; raises ``Refused``."""
     # Aliases are the only way a small text expands into a huge walk. Every alias
     # starts with "*" and names an anchor ("&") of the same document (libyaml refuses
@@ -239,7 +245,7 @@ def _build_checked(root: Node, text: str) -> tuple[Any, dict[str, Position], lis
     if aliased:
         check_expansion(root, end - start)
     try:
-        return build(root)
+        return build(root, max_nodes)
     except RecursionError as error:  # only if the caller already sits deep in the stack
         raise Refused("nesting too deep to parse", root.start_mark) from error
     except Refused as refused:  # the walk's own node count: no alias to blame

@@ -36,7 +36,9 @@ class Duplicate(NamedTuple):
     path: str
 
 
-def build(root: Node) -> tuple[Any, dict[str, Position], list[Duplicate]]:
+def build(
+    root: Node, max_nodes: int | None = None
+) -> tuple[Any, dict[str, Position], list[Duplicate]]:
     """Build the plain value and the field-path -> position map in one walk.
 
     The root's own position is not recorded (``""`` is the caller's choice: for an
@@ -57,7 +59,7 @@ def build(root: Node) -> tuple[Any, dict[str, Position], list[Duplicate]]:
     # check_expansion measures alias expansion up front when the text has a "*";
     # counting here as well costs one subtraction per collection and keeps the walk
     # bounded even if that screen were ever wrong.
-    remaining = MAX_NODES
+    remaining = MAX_NODES if max_nodes is None else max_nodes
 
     def mapping(pairs: _Pairs, path: str, depth: int, node: Node) -> dict[str, Any]:
         nonlocal remaining

@@ -11,8 +11,9 @@ import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import ObjectRef
-from scanner.sources import snapshot
+from scanner.sources import snapshot, yamllimits, yamlwalk
 from scanner.sources.snapshot import Capture, Unavailable
+from scanner.sources.yamldoc import parse_plain
 
 POD = {
     "apiVersion": "v1",
@@ -120,6 +121,26 @@ def test_yaml_snapshots_honour_no_tag_and_read_aliases_as_manifests_do(tmp_path:
     (body,) = snapshot.read(str(dump)).objects
     assert body["metadata"]["labels"] == {"team": "team"}
     assert body["spec"] == {"x": {}, "y": {"privileged": True}, "z": ["a"]}
+
+
+def test_a_yaml_list_is_limited_by_its_length_not_the_per_document_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kubectl List is one document holding every object. With the manifest limit
+    made small, the same List is refused as a manifest document but read as a
+    snapshot: its node count is bounded by its length."""
+    monkeypatch.setattr(yamllimits, "MAX_NODES", 200)
+    monkeypatch.setattr(yamlwalk, "MAX_NODES", 200)
+    items = "".join(
+        f"  - {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: ml}}}}\n"
+        for i in range(100)
+    )
+    text = f"apiVersion: v1\nkind: List\nitems:\n{items}"
+    dump = tmp_path / "list.yaml"
+    dump.write_text(text)
+    assert len(snapshot.read(str(dump)).objects) == 100
+    _, problems = parse_plain(text)
+    assert problems and "nodes" in problems[0][0]
 
 
 BOMB = "".join(

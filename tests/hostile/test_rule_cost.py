@@ -79,6 +79,11 @@ NESTING_CASES = [
     "all(x) + has(a.b) + a.all_of(x, y)",  # neither a macro call nor a member macro
     "a.exists_one(x, b.filter(y, c.map(z, d.all(w, true)).size() > 0).size() > 0)",
     "(a.all(x, true) ? b : c).exists(y, y.map(z, z).size() > 0)",
+    # comments and form feeds between a macro's name, its dot and its "("
+    "[1, 2].all // c\n(x, x > 0)",
+    "[1, 2]. // c\nall(x, x > 0)",
+    "[1].all(a, [1].all(b, [1].all(c, [1].all // x\n(d, true))))",
+    "xs.all\f(x, true) && xs.\fexists(y, true)",
 ]
 
 
