@@ -277,7 +277,14 @@ def _parse_yaml(path: str, text: str) -> list[Any]:
     for message, line, column in sorted(problems, key=lambda problem: problem[1:]):
         if not message.startswith(DUPLICATE_KEY):
             raise UsageError(f"{path}:{line}:{column}: {message}")
-    return [body for body, _ in documents]
+    # A document that is a list holds documents, as a JSON file whose top level is one.
+    found: list[Any] = []
+    for body, _ in documents:
+        if isinstance(body, list):
+            found.extend(body)
+        else:
+            found.append(body)
+    return found
 
 
 def _list_items(document: Mapping[str, Any]) -> Iterable[dict[str, Any]]:

@@ -143,6 +143,15 @@ def test_a_yaml_list_is_limited_by_its_length_not_the_per_document_limit(
     assert problems and "nodes" in problems[0][0]
 
 
+def test_a_top_level_list_of_objects_reads_the_same_in_yaml_and_json(tmp_path: Path) -> None:
+    pods = [{**POD, "metadata": {**POD["metadata"], "name": f"p{i}"}} for i in range(2)]
+    as_json, as_yaml = tmp_path / "pods.json", tmp_path / "pods.yaml"
+    as_json.write_text(json.dumps(pods))
+    as_yaml.write_text("".join(f"- {json.dumps(pod)}\n" for pod in pods))
+    assert snapshot.read(str(as_yaml)).objects == snapshot.read(str(as_json)).objects
+    assert len(snapshot.read(str(as_yaml)).objects) == 2
+
+
 BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 10 if prev else ['x'] * 10)}]\n"
     for prev, name in zip(["", *"abcdefg"], "abcdefgh", strict=True)
