@@ -92,10 +92,6 @@ def comprehension_nesting(source: str) -> tuple[int, int]:
         if char in "'\"" or (char in "rRbB" and _string_prefix(source, index)):
             index = _skip_string(source, index)
             continue
-        if char == "/" and source.startswith("//", index):
-            newline = source.find("\n", index)
-            index = end if newline == -1 else newline + 1
-            continue
         if char.isalpha() or char == "_":
             start = index
             while index < end and (source[index].isalnum() or source[index] == "_"):

@@ -2,11 +2,12 @@
 
 The API server decodes a JSON number into an int64, or into a float64 when it does
 not fit (``kubectl get -o json`` then shows ``1.8446744073709552e+19``). CEL integers
-are int64 too: cel-cpp cannot convert a larger one, and would fail every rule that
-reads the object, where a rule of a guard (scanner/guards.py) or one that reads
-other fields (scanner/deferral.py) would not. So a snapshot or a list response holding
-such an integer is read the API server's way, as manifests are (scanner/sources/
-yamlwalk.py): a float, or, past float64 too, the number's text.
+are int64 too: cel-cpp cannot convert a larger one and fails every rule that reads
+the object, while a guard (scanner/guards.py) or a rule given only other fields
+(scanner/deferral.py) would not, so the answer would depend on the optimization. A
+snapshot or a list response holding such an integer is therefore read the API
+server's way, as manifests are (scanner/sources/yamlwalk.py): a float, or, past
+float64 too, the number's text.
 """
 
 from __future__ import annotations

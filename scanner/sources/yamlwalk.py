@@ -73,7 +73,7 @@ def build(
             if key_node.tag != str_tag or key.__class__ is not str:
                 if key_node.tag == merge_tag:
                     return merged(pairs, path, depth, node)
-                key = text_key(key_node)
+                key = _text_key(key_node)
             suffix = suffixes.get(key)
             if suffix is None:
                 suffix = _key_suffix(key)
@@ -152,7 +152,7 @@ def build(
         for key_node, _ in pairs:
             key = key_node.value
             if key_node.tag != str_tag or key.__class__ is not str:
-                key = text_key(key_node)
+                key = _text_key(key_node)
             mark = key_node.start_mark
             if key not in first_line:
                 first_line[key] = mark.line + 1
@@ -193,7 +193,7 @@ def _key_suffix(key: str) -> str:
     return suffix
 
 
-def text_key(node: Node) -> str:
+def _text_key(node: Node) -> str:
     """A mapping key that is not a plain string, spelled as Kubernetes' JSON conversion would.
 
     ``80: http`` becomes ``"80"``, ``true: x`` becomes ``"true"``; mappings or lists used
@@ -233,7 +233,7 @@ def _to_bool(text: str) -> bool | str:
     return _BOOLS.get(text.lower(), text)
 
 
-def to_int(text: str) -> int | float | str:
+def _to_int(text: str) -> int | float | str:
     """An integer; one outside int64 becomes a float, as the API server's JSON decoding
     makes it (scanner/sources/numbers.py)."""
     value = _parse_int(text)
@@ -296,17 +296,10 @@ def _to_text_from_binary(text: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def scalar(tag: str, text: str) -> Any:
-    """A scalar of resolved ``tag`` as ``build`` reads it (timestamps, like any tag
-    without a converter, stay text: the API server stores them as strings)."""
-    converter = _CONVERTERS.get(tag)
-    return converter(text) if converter is not None else text
-
-
 _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
     "tag:yaml.org,2002:null": _to_null,
     "tag:yaml.org,2002:bool": _to_bool,
-    "tag:yaml.org,2002:int": to_int,
+    "tag:yaml.org,2002:int": _to_int,
     "tag:yaml.org,2002:float": _to_float,
     "tag:yaml.org,2002:binary": _to_text_from_binary,
 }

@@ -13,6 +13,7 @@ those of the test dump (no cluster here: it is what ``poolgate snapshot`` writes
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,17 @@ def _compound(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 expressions = st.recursive(leaves, _compound, max_leaves=6)
 
 
+def _compiled(source: str) -> Iterator[tuple[str, Any, Any]]:
+    """(engine name, engine, program) for each engine that compiles ``source``."""
+    for name in ("cpp", "python"):
+        engine = get_engine(name)
+        try:
+            program = engine.compile(source, ResultKind.ANY)
+        except CelError:
+            continue
+        yield name, engine, program
+
+
 def _outcome(program: Any, engine: Any, facts: dict[str, Any]) -> tuple[str, object]:
     """The value, or that it failed (messages may differ: cel-cpp lists a map's keys in
     no fixed order)."""
@@ -89,12 +101,7 @@ def _outcome(program: Any, engine: Any, facts: dict[str, Any]) -> tuple[str, obj
 def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
     if not reads_instance_facts_only([source]):
         return  # completed first: nothing to compare
-    for name in ("cpp", "python"):
-        engine = get_engine(name)
-        try:
-            program = engine.compile(source, ResultKind.ANY)
-        except CelError:
-            continue
+    for name, engine, program in _compiled(source):
         for partial, complete in pods():
             assert _outcome(program, engine, dict(partial)) == _outcome(
                 program, engine, complete
@@ -114,12 +121,7 @@ def test_an_expression_answers_on_the_fields_it_names_as_on_all(source: str) -> 
     named = workload_fields([source])
     if named is None:
         return  # reads the facts whole: the activation holds all of them
-    for name in ("cpp", "python"):
-        engine = get_engine(name)
-        try:
-            program = engine.compile(source, ResultKind.ANY)
-        except CelError:
-            continue
+    for name, engine, program in _compiled(source):
         for facts in workloads():
             projected = {field: facts[field] for field in named if field in facts}
             assert _outcome(program, engine, projected) == _outcome(program, engine, facts), (
