@@ -7,6 +7,7 @@ errors) when nothing else failed; 4 internal error; 130 interrupted.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -614,7 +615,16 @@ def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point: run the CLI and exit with its code, never with a traceback
-    for a user mistake."""
+    for a user mistake.
+
+    The cyclic garbage collector stays off: one process runs one command, whose
+    objects (inventory, model, findings) live to its end. The loaders and the
+    evaluation pause it anyway (``collector_paused``); re-enabling it between them
+    made the first collections after the evaluation traverse the whole model (the
+    young generation, then the middle one) while the reports were written. Library
+    callers (``run``) keep the collector as they set it.
+    """
+    gc.disable()
     sys.exit(run(argv))
 
 

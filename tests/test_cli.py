@@ -253,3 +253,26 @@ def test_sarif_regions_are_the_lines_of_the_offending_fields(tmp_path: Path) -> 
         assert r["partialFingerprints"]
         assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
         assert "/" in r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]
+
+
+def test_the_console_entry_point_runs_without_the_cyclic_collector() -> None:
+    """``main`` (the ``poolgate`` script) turns the collector off for its one command;
+    ``run``, which library callers and these tests use, leaves it as it was."""
+    probe = (
+        "import gc, json, sys\n"
+        "from scanner import cli\n"
+        "seen = []\n"
+        "real = cli.run\n"
+        "cli.run = lambda argv: seen.append(gc.isenabled()) or real(argv)\n"
+        "gc.enable()\n"
+        "real(['--version'])\n"
+        "before = gc.isenabled()\n"
+        "try:\n"
+        "    cli.main(['--version'])\n"
+        "except SystemExit as done:\n"
+        "    print(json.dumps([before, seen, done.code]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout.splitlines()[-1]) == [True, [False], 0]
