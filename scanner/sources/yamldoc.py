@@ -72,11 +72,18 @@ _Failure = tuple[int, int, int, str]
 """(document index, line, column, message) of the error that ended a stream."""
 
 
+_BOOL: Final = "tag:yaml.org,2002:bool"
+_ONE_LETTER_BOOL: Final = re.compile(r"^(?:y|Y|n|N)$")
+"""YAML 1.1 booleans PyYAML leaves out and Kubernetes reads: go-yaml v2, under
+kubectl and the API server, takes ``privileged: y`` for true and ``n`` for false."""
+
 _BY_FIRST_CHAR: Final[dict[str, tuple[tuple[str, re.Pattern[str]], ...]]] = {
     char: tuple(resolvers)
     for char, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
     if char is not None
 }
+for _char in "yYnN":
+    _BY_FIRST_CHAR[_char] = ((_BOOL, _ONE_LETTER_BOOL), *_BY_FIRST_CHAR.get(_char, ()))
 # Resolvers registered for any first character; PyYAML's safe table has none.
 _ANY_CHAR: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     _SafeLoader.yaml_implicit_resolvers.get(None, ())
@@ -86,7 +93,8 @@ _RESOLVE_CACHE_SIZE: Final = 4096
 
 
 def _resolve(kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
-    """PyYAML's implicit tag for a node: a pure function of its arguments, so cacheable."""
+    """PyYAML's implicit tag for a node, plus the one-letter booleans (``_ONE_LETTER_BOOL``):
+    a pure function of its arguments, so cacheable."""
     if kind is ScalarNode:
         if implicit[0]:
             for tag, regexp in _BY_FIRST_CHAR.get(value[:1], ()) + _ANY_CHAR:

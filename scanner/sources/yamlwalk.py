@@ -122,29 +122,42 @@ def build(
         return out
 
     def merged(pairs: _Pairs, path: str, depth: int, node: Node) -> dict[str, Any]:
-        """YAML 1.1 merge keys, in PyYAML's order.
+        """YAML 1.1 merge keys, applied as Kubernetes applies them.
 
-        Explicit keys win over merged ones; within ``<<: [*a, *b]`` the earlier
-        mapping wins; a later ``<<`` wins over an earlier one.
+        kubectl and the API server read YAML with go-yaml v2 (sigs.k8s.io/yaml), which
+        writes a mapping's entries in document order: ``<<`` sets every key of what it
+        merges, over an explicit key written before it, and an explicit key after it
+        wins; within ``<<: [*a, *b]`` the earlier mapping wins. (PyYAML lets explicit
+        keys win wherever they stand: ``privileged: false`` before ``<<: *priv`` read
+        false there, and true in the cluster.)
         """
-        writes: list[Node] = []  # lowest priority first
+        for key_node, value_node in pairs:
+            if key_node.tag == merge_tag:
+                sources = value_node.value if value_node.__class__ is SequenceNode else [value_node]
+                for source in sources:
+                    if source.__class__ is not mapping_node:
+                        message = "merge key '<<' needs a mapping or a list of mappings"
+                        raise Refused(message, source.start_mark)
+        out: dict[str, Any] = {}
         explicit: _Pairs = []
+        run: _Pairs = []  # explicit keys since the last merge key
+        # Each write walks its nodes when it happens, so the last write wins for the
+        # value and its positions alike. Merged mappings count one level deeper, so a
+        # mapping merging itself through an alias hits MAX_DEPTH.
         for key_node, value_node in pairs:
             if key_node.tag != merge_tag:
+                run.append((key_node, value_node))
                 explicit.append((key_node, value_node))
                 continue
+            if run:
+                out.update(mapping(run, path, depth, node))
+                run = []
             sources = value_node.value if value_node.__class__ is SequenceNode else [value_node]
-            for source in sources:
-                if source.__class__ is not mapping_node:
-                    message = "merge key '<<' needs a mapping or a list of mappings"
-                    raise Refused(message, source.start_mark)
-            writes.extend(reversed(sources))
-        out: dict[str, Any] = {}
-        # The last write wins for the value and its positions alike. Sources count one
-        # level deeper, so a mapping merging itself through an alias hits MAX_DEPTH.
-        for source in writes:
-            out.update(mapping(source.value, path, depth + 1, source))
-        out.update(mapping(explicit, path, depth, node))
+            for source in reversed(sources):
+                out.update(mapping(source.value, path, depth + 1, source))
+        if run:
+            out.update(mapping(run, path, depth, node))
+        find_duplicates(explicit, path)  # across the runs too
         return out
 
     def find_duplicates(pairs: _Pairs, path: str) -> None:
@@ -226,7 +239,16 @@ def _to_null(_text: str) -> None:
     return None
 
 
-_BOOLS: Final = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+_BOOLS: Final = {
+    "y": True,
+    "yes": True,
+    "true": True,
+    "on": True,
+    "n": False,
+    "no": False,
+    "false": False,
+    "off": False,
+}
 
 
 def _to_bool(text: str) -> bool | str:

@@ -77,7 +77,7 @@ def test_a_yaml_snapshot_reads_integers_and_keys_as_manifests_do(tmp_path: Path)
             metadata:
               name: a
               namespace: team
-              labels: {{~: x, 80: http, true: y}}
+              labels: {{~: x, 80: http, true: "y"}}
             spec:
               priority: {BIG}
               overhead: 0x10

@@ -329,13 +329,16 @@ def test_scalars_resolve_like_pyyaml_safe_loader() -> None:
 
 def test_huge_integers_stay_strings() -> None:
     digits = "9" * 5000
-    data = only_object(parse(CONFIGMAP.format(name="x") + f"data: {{n: {digits}}}\n")).body
-    assert data["data"]["n"] == digits
+    data = only_object(parse(CONFIGMAP.format(name="x") + f"data: {{big: {digits}}}\n")).body
+    assert data["data"]["big"] == digits
 
 
 def test_non_string_keys_are_spelled_like_json() -> None:
-    data = only_object(parse(CONFIGMAP.format(name="x") + "data: {80: http, 0x10: hex, ~: n}\n"))
-    assert data.body["data"] == {"80": "http", "16": "hex", "null": "n"}
+    data = only_object(
+        parse(CONFIGMAP.format(name="x") + "data: {80: http, 0x10: hex, ~: x, y: yes}\n")
+    )
+    # go-yaml v2 reads ``y`` as true, so Kubernetes spells that key "true".
+    assert data.body["data"] == {"80": "http", "16": "hex", "null": "x", "true": True}
     assert data.lines.positions["data['80']"] == (5, 8)
 
 
@@ -390,7 +393,7 @@ def test_merge_keys_follow_yaml_1_1() -> None:
     assert obj.lines.positions["data"] == (10, 1)
 
 
-def test_merge_order_matches_pyyaml() -> None:
+def test_merge_order_where_it_agrees_with_pyyaml() -> None:
     text = textwrap.dedent(
         """\
         apiVersion: v1
@@ -410,6 +413,49 @@ def test_merge_order_matches_pyyaml() -> None:
     body = only_object(parse_stream(text, "x")).body
     assert body == yaml.safe_load(text)
     assert body["data"]["k"] == "c" and body["nested"]["k"] == "inner"
+
+
+def test_merge_keys_apply_in_document_order_as_kubernetes_does() -> None:
+    """kubectl (go-yaml v2) writes entries in order: a ``<<`` after an explicit key
+    overrides it, where PyYAML would keep the explicit one."""
+    obj = only_object(
+        parse(
+            """\
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: m}
+            x-priv: &priv {privileged: true, runAsUser: 0}
+            spec:
+              containers:
+                - name: c
+                  securityContext:
+                    privileged: false
+                    <<: *priv
+                    runAsUser: 1000
+            """
+        )
+    )
+    context = obj.body["spec"]["containers"][0]["securityContext"]
+    assert context == {"privileged": True, "runAsUser": 1000}
+    path = "spec.containers[0].securityContext"
+    assert obj.lines.positions[f"{path}.privileged"] == (4, 16)  # the merged key, last written
+    assert obj.lines.positions[f"{path}.runAsUser"] == (11, 9)  # the explicit key after it
+
+
+def test_a_duplicate_key_across_a_merge_is_still_reported() -> None:
+    inventory = parse(
+        CONFIGMAP.format(name="x") + "base: &b {k: 1}\ndata:\n  a: 1\n  <<: *b\n  a: 2\n"
+    )
+    [duplicate] = [doc for doc in inventory.invalid if doc.rule_id == "PG002"]
+    assert "duplicate key 'a'" in duplicate.message
+
+
+@pytest.mark.parametrize(
+    ("spelling", "value"), [("y", True), ("Y", True), ("n", False), ("N", False), ('"y"', "y")]
+)
+def test_one_letter_booleans_read_as_kubernetes_reads_them(spelling: str, value: object) -> None:
+    obj = only_object(parse(CONFIGMAP.format(name="x") + f"data:\n  flag: {spelling}\n"))
+    assert obj.body["data"]["flag"] == value
 
 
 def test_aliases_are_walked_under_their_own_paths() -> None:
@@ -436,6 +482,7 @@ def test_aliases_are_walked_under_their_own_paths() -> None:
 
 
 def test_parse_stream_agrees_with_safe_load() -> None:
+    """Everywhere but the one-letter booleans and merge keys after explicit keys."""
     text = textwrap.dedent(
         """\
         apiVersion: v1
@@ -443,7 +490,7 @@ def test_parse_stream_agrees_with_safe_load() -> None:
         metadata:
           name: same
           labels: {a: "1", b: 'two', c: three}
-        base: &base {x: 1, y: [1, 2.5, true, null, ~, "s"]}
+        base: &base {x: 1, z: [1, 2.5, true, null, ~, "s"]}
         data:
           <<: *base
           list: [[1, [2, {k: v}]], {}, []]
@@ -704,7 +751,15 @@ def test_collector_state_is_restored() -> None:
         gc.enable()
 
 
-# --- the faster resolver gives PyYAML's answers ------------------------------------
+# --- the faster resolver gives PyYAML's answers, and Kubernetes' one-letter booleans -
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_ONE_LETTER = frozenset({"y", "Y", "n", "N"})  # YAML 1.1 booleans PyYAML leaves as strings
+
+
+def _expected_tag(theirs: str, spelling: str, plain: bool) -> str:
+    return _BOOL_TAG if plain and spelling in _ONE_LETTER else theirs
+
 
 _SPELLINGS = [
     "", "~", "null", "Null", "NULL", "nULL", "true", "True", "TRUE", "tRUE", "false", "yes",
@@ -723,7 +778,7 @@ def test_resolver_matches_pyyaml(implicit: tuple[bool, bool]) -> None:
     ours = _Loader("").resolve
     theirs: Callable[..., str] = yaml.SafeLoader("").resolve  # PyYAML's own, the reference
     for spelling in _SPELLINGS:
-        expected = theirs(ScalarNode, spelling, implicit)
+        expected = _expected_tag(theirs(ScalarNode, spelling, implicit), spelling, implicit[0])
         assert ours(ScalarNode, spelling, implicit) == expected, spelling
     for kind in (SequenceNode, MappingNode):
         assert ours(kind, None, implicit) == theirs(kind, None, implicit)
@@ -734,19 +789,21 @@ def test_composed_tags_match_pyyaml() -> None:
     text = "\n".join(line for line in lines if _composes(line))
     text += "\nseq: [a, 1, ~]\nmap: {a: 1, 0x1: true}\n"
 
-    def tags(node: Node) -> list[str]:
+    def scalars(node: Node) -> list[tuple[str, str, bool]]:
+        """(tag, text, plain) of every node, depth first."""
         if isinstance(node, ScalarNode):
-            return [node.tag]
+            return [(node.tag, node.value, not node.style)]
         children = (
             [n for pair in node.value for n in pair]
             if isinstance(node, MappingNode)
             else node.value
         )
-        return [node.tag, *(tag for child in children for tag in tags(child))]
+        return [(node.tag, "", False), *(s for child in children for s in scalars(child))]
 
     ours, theirs = yaml.compose(text, Loader=_Loader), yaml.compose(text, Loader=yaml.CSafeLoader)
     assert ours is not None and theirs is not None
-    assert tags(ours) == tags(theirs)
+    expected = [_expected_tag(tag, text, plain) for tag, text, plain in scalars(theirs)]
+    assert [tag for tag, _, _ in scalars(ours)] == expected
 
 
 def _composes(text: str) -> bool:
