@@ -4,7 +4,9 @@ The file is a ``GpuPoolGate`` object checked with ``schemas/config.schema.json``
 (the same file editors can use). Like pre-commit's ``cfgv`` and yamllint:
 
 * a key the schema does not know is a warning (``FILE:LINE: unknown key spec.x``),
-  so an older poolgate still runs with a newer file;
+  so an older poolgate still runs with a newer file; except inside an exemption,
+  where it is an error: a misspelt ``match`` or ``kind`` would be ignored and the
+  exemption would suppress more than it says;
 * a value of the wrong type or shape is an error naming the key path and line
   (``FILE:LINE: spec.require.podSecurity: expected one of ...``), every problem
   of the file at once, before any scanning.
@@ -180,20 +182,32 @@ def _validator() -> Any:
 def _check_schema(
     body: Mapping[str, Any], lines: LineMap, shown: str
 ) -> tuple[list[str], list[str]]:
-    """(problems, warnings): unknown keys warn, everything else is a problem."""
-    problems: list[tuple[int, str]] = []
-    warnings: list[tuple[int, str]] = []
+    """(problems, warnings): unknown keys warn (but inside an exemption), everything
+    else is a problem."""
+    problems: set[tuple[int, str]] = set()  # jsonschema repeats some, e.g. per missing key
+    warnings: set[tuple[int, str]] = set()
     for error in _validator().iter_errors(body):
         path = _field_path(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
             for key in _extra_keys(error.instance, error.schema):
                 key_path = join_path(path, str(key))
                 line = _line(lines, key_path)
-                warnings.append((line, f"{shown}:{line}: unknown key {key_path} (ignored)"))
+                if key_path.startswith(_EXEMPTIONS):
+                    problems.add((line, f"{shown}:{line}: {key_path}: {_WIDENS}"))
+                else:
+                    warnings.add((line, f"{shown}:{line}: unknown key {key_path} (ignored)"))
             continue
         line = _line(lines, path)
-        problems.append((line, f"{shown}:{line}: {path or '(top level)'}: {_message(error)}"))
+        problems.add((line, f"{shown}:{line}: {path or '(top level)'}: {_message(error)}"))
     return [text for _, text in sorted(problems)], [text for _, text in sorted(warnings)]
+
+
+_EXEMPTIONS: Final = "spec.exemptions["
+_WIDENS: Final = (
+    "unknown key in an exemption (ignoring it could make the exemption suppress more "
+    "than it says; check the spelling: rule, match.namespace, match.kind, match.name, "
+    "reason, expires)"
+)
 
 
 def _extra_keys(instance: Mapping[str, Any], subschema: Mapping[str, Any]) -> list[Any]:
@@ -232,6 +246,8 @@ _JSON_NAMES: Final = {"object": "mapping", "array": "list", "boolean": "boolean 
 
 
 def _describe(value: object) -> str:
+    if value is None:
+        return "null"
     kind = _JSON_TYPES.get(type(value), type(value).__name__)
     if isinstance(value, dict | list):
         return f"a {kind}"

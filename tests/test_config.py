@@ -217,10 +217,42 @@ def test_unknown_keys_warn_with_key_path_and_line() -> None:
     assert loaded.warnings == (
         f"{shown}:8: unknown key spec.require.gpuDirect (ignored)",
         f"{shown}:9: unknown key spec.poolLabel (ignored)",
-        f"{shown}:13: unknown key spec.exemptions[0].owner (ignored)",
+        f"{shown}:10: unknown key spec.metadataOwner (ignored)",
     )
     assert loaded.config.require.runtime_class == ""
     assert loaded.config.pool_labels == Config().pool_labels
+
+
+def test_an_unknown_key_in_an_exemption_is_an_error_not_a_wider_exemption(
+    tmp_path: Path,
+) -> None:
+    """Ignoring ``matches:`` or ``knd:`` would leave an exemption that matches more
+    objects than it names, so these keys fail the file instead of warning."""
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER
+        + "spec:\n  exemptions:\n"
+        + "    - rule: PG301\n      matches: {namespace: monitoring}\n      reason: dcgm\n"
+        + "    - rule: PG501\n      match: {namespace: monitoring, knd: DaemonSet}\n"
+        + "      reason: vendor\n",
+    )
+    with pytest.raises(ConfigError) as caught:
+        configfile.load(path)
+    message = str(caught.value)
+    assert message.startswith("2 config problems:"), message
+    assert f"{path}:6: spec.exemptions[0].matches: unknown key in an exemption" in message
+    assert f"{path}:9: spec.exemptions[1].match.knd: unknown key in an exemption" in message
+
+
+def test_each_problem_is_listed_once_and_null_is_named_plainly(tmp_path: Path) -> None:
+    path = write(tmp_path / ".poolgate.yaml", "spec:\n  require:\n    podSecurity: null\n")
+    with pytest.raises(ConfigError) as caught:
+        configfile.load(path)
+    lines = str(caught.value).splitlines()
+    assert len(lines) == len(set(lines)), lines
+    assert any(line.endswith("missing required key apiVersion, kind") for line in lines)
+    assert any("podSecurity: expected one of" in line and "got null" in line for line in lines)
+    assert not any("null null" in line for line in lines)
 
 
 @pytest.mark.parametrize(
