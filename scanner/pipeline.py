@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
@@ -21,7 +21,7 @@ from scanner.config import Config
 from scanner.engine import document_findings, evaluate
 from scanner.errors import UsageError
 from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
-from scanner.inventory import Inventory, KubeObject
+from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
 from scanner.reporters import Report, RunStats
@@ -196,9 +196,8 @@ def _evaluate_model(
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
     context_uris = {obj.origin.uri for obj in inventory.objects if obj.context_only}
     model_invalid = [doc for doc in model.invalid if doc.origin.uri not in context_uris]
-    findings: list[Finding] = list(
-        document_findings([*inventory.invalid, *model_invalid], document_rules)
-    )
+    invalid = [*inventory.invalid, *model_invalid]
+    findings: list[Finding] = list(document_findings(invalid, document_rules))
     evaluation = evaluate(
         ruleset.rules,
         model.subjects(),
@@ -230,6 +229,7 @@ def _evaluate_model(
         repo_root=repo_root,
     )
     notifications.extend(applied.notifications)
+    notifications.extend(_unread_without_finding(invalid, applied.findings))
     return Report(
         findings=sort_findings(applied.findings),
         notifications=notifications,
@@ -243,6 +243,28 @@ def _evaluate_model(
             subjects=evaluation.subjects,
         ),
     )
+
+
+def _unread_without_finding(
+    invalid: Iterable[InvalidDocument], findings: Iterable[Finding]
+) -> Iterator[Notification]:
+    """An error notification for each document that was not read (PG001) and has no
+    active PG001 finding, the rule being disabled or the finding suppressed: hiding the
+    finding is the user's choice, calling the unread file clean is not (exit 3)."""
+    reported = {
+        (finding.location.uri, finding.location.line, finding.location.column)
+        for finding in findings
+        if finding.rule_id in INCOMPLETE_RULES and finding.suppression is None
+    }
+    for document in invalid:
+        where = (document.origin.uri, document.line, document.column)
+        if document.rule_id in INCOMPLETE_RULES and where not in reported:
+            yield Notification(
+                Level.ERROR,
+                f"{document.message} (not read; its {document.rule_id} finding is disabled "
+                "or suppressed, so the run is incomplete)",
+                *where,
+            )
 
 
 class _RefLookup(Mapping[str, KubeObject]):

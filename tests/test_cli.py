@@ -110,6 +110,32 @@ def test_malformed_yaml_is_pg001_incomplete_and_other_files_still_scanned(tmp_pa
     assert poolgate("scan", ".", cwd=tmp_path).returncode == 1  # real findings win over incomplete
 
 
+@pytest.mark.parametrize("hide", ["disable", "exemption"])
+def test_an_unparsable_file_is_never_clean_even_with_pg001_hidden(
+    tmp_path: Path, hide: str
+) -> None:
+    """Disabling PG001 or exempting it hides the finding, not the fact that a file
+    was not read: the run is incomplete (exit 3) with an error notification."""
+    (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n")
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    args = ["scan", ".", "--format", "json"]
+    if hide == "disable":
+        args += ["--disable", "PG001"]
+    else:
+        (tmp_path / ".poolgate.yaml").write_text(
+            "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\nspec:\n  exemptions:\n"
+            "    - {rule: PG001, reason: generated files}\n"
+        )
+    result = poolgate(*args, cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    report = json.loads(result.stdout)
+    assert [f for f in report["findings"] if f["suppression"] is None] == []
+    [note] = [n for n in report["notifications"] if n["level"] == "error"]
+    assert note["uri"] == "bad.yaml" and note["line"] == 4
+    assert "not read; its PG001 finding is disabled or suppressed" in note["message"]
+    assert_no_traceback(result)
+
+
 def test_unknown_rule_id_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(CLEAN)
     for args in (
