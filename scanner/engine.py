@@ -16,6 +16,7 @@ join in subject order.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,7 +35,10 @@ from scanner.model import Subject
 from scanner.rules import Rule
 
 MESSAGE_LIMIT = 500
-"""Messages from expressions are trimmed to one line and capped (as VAP does)."""
+"""Messages from expressions are one line and capped (as VAP's are)."""
+
+_LINE_BREAK: Final = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""What ``str.splitlines`` breaks at."""
 
 
 @dataclass(slots=True)
@@ -295,7 +299,10 @@ def _run_rule(
                 continue
             message = validation.message
             if validation.message_expression is not None:
-                message = _one_line(validation.message_expression.evaluate(activation)) or message
+                # As VAP: a blank message, or one with line breaks, falls back to message.
+                text = str(validation.message_expression.evaluate(activation))
+                if text.strip() and not _LINE_BREAK.search(text):
+                    message = _message(text)
             message = message or f"failed expression: {validation.expression.source.strip()}"
             findings.append(_finding(rule, subject.obj, message, validation.path, rule.doc.level))
         return findings
@@ -372,7 +379,7 @@ def _violation(
                 f"violation level {level_text!r} is not error|warning|note"
             ) from None
     target = lookup.get(ref, subject.obj) if ref else subject.obj
-    return _finding(rule, target, _one_line(item["message"]), path, level, line=line)
+    return _finding(rule, target, _message(item["message"]), path, level, line=line)
 
 
 def _finding(
@@ -402,7 +409,20 @@ def _finding(
     )
 
 
+def _message(text: object) -> str:
+    """A message from an expression on one line, capped. It quotes object data (names,
+    values), so a line break inside is shown escaped rather than ending the message
+    there: ``runtimeClassName: "nvidia\\u2028x"`` must not read as ``nvidia``."""
+    line = _LINE_BREAK.sub(_escaped, str(text).strip())
+    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
 def _one_line(text: object) -> str:
+    """The first line of an error (cel-cpp adds lines pointing at the expression)."""
     lines = str(text).strip().splitlines()
     first = lines[0].strip() if lines else ""
     return first if len(first) <= MESSAGE_LIMIT else first[: MESSAGE_LIMIT - 1] + "…"

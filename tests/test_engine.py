@@ -77,13 +77,24 @@ def test_violation_is_stamped_with_rule_id_level_and_exact_location() -> None:
     [finding] = run(rule, make_obj()).findings
     assert finding.rule_id == "PG900"
     assert finding.level is Level.ERROR
-    assert finding.message == "privileged"
+    assert finding.message == "privileged\\nsecond line"  # one line, nothing cut off
     assert (finding.location.uri, finding.location.line, finding.location.column) == (
         "k8s/train.yaml",
         20,
         13,
     )
     assert finding.ref is not None and finding.ref.logical_name == "ml/Deployment/train"
+
+
+def test_a_line_break_in_quoted_data_cannot_cut_a_message_short() -> None:
+    """A value such as ``runtimeClassName: "nvidia\\u2028x"`` is shown escaped; cut at the
+    break, the message would read as if the value were ``nvidia``."""
+    text = "uses runtimeClassName nvidia\u2028-not-really\r\x85; expected nvidia"
+    rule = Rule(doc(), True, frozenset(), violations=FakeProgram([{"message": text}]))
+    [finding] = run(rule, make_obj()).findings
+    assert finding.message == (
+        "uses runtimeClassName nvidia\\u2028-not-really\\r\\x85; expected nvidia"
+    )
 
 
 def test_missing_path_falls_back_to_nearest_ancestor_then_first_line() -> None:
@@ -157,14 +168,16 @@ def test_malformed_violation_items_are_evaluation_errors() -> None:
 
 def test_validation_messages_follow_vap_order() -> None:
     validations = (
-        Validation(FakeProgram(False), "static", FakeProgram("  dynamic \n more"), "spec"),
+        Validation(FakeProgram(False), "static", FakeProgram("  dynamic  "), "spec"),
+        Validation(FakeProgram(False), "static", FakeProgram("dynamic \u2028 more"), "spec"),
         Validation(FakeProgram(False), "static only", None, ""),
         Validation(FakeProgram(False), "", FakeProgram(""), ""),
         Validation(FakeProgram(True), "never", None, ""),
     )
     rule = Rule(doc(), True, frozenset(), validations=validations)
     messages = [f.message for f in run(rule, make_obj()).findings]
-    assert messages == ["dynamic", "static only", "failed expression: fake"]
+    # VAP: a messageExpression with a line break falls back to message.
+    assert messages == ["dynamic", "static", "static only", "failed expression: fake"]
 
 
 def test_variables_are_bound_in_order() -> None:

@@ -35,8 +35,9 @@ _STYLES = {
     "suppressed": "\x1b[2m",  # dim
 }
 
-# C0 and C1 controls, DEL and the bidi overrides that can disguise text in a terminal.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, the line and paragraph separators, and the bidi overrides
+# that can disguise text in a terminal.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def write(report: Report, stream: TextIO) -> None:
