@@ -124,9 +124,10 @@ def test_a_clean_deployment_and_other_yaml_pass(
     (user_repo / "deploy.yaml").write_text(CLEAN)
     (user_repo / "ci.yml").write_text("on: [push]\njobs: {}\n")  # YAML, not Kubernetes
     (user_repo / "notes.md").write_text("not for the hook\n")
-    result = _try_repo(
-        hook_repo, wheelhouse, user_repo, tmp_path / "home", "deploy.yaml", "ci.yml", "notes.md"
-    )
+    # Another tool's JSON (comments: not JSON poolgate could read) is not passed by default.
+    (user_repo / "tsconfig.json").write_text('{\n  // strict mode\n  "strict": true\n}\n')
+    files = ("deploy.yaml", "ci.yml", "notes.md", "tsconfig.json")
+    result = _try_repo(hook_repo, wheelhouse, user_repo, tmp_path / "home", *files)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
     assert "no findings in 2 files, 1 object" in result.stdout
