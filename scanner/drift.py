@@ -13,7 +13,8 @@ turns "403 on Pods" into "all Pending pods fixed" would be worse than none.
 
 Reports: the text report leads with what changed; JSON gains a ``drift`` section
 and a ``drift`` key on every finding (``new`` | ``unchanged``); SARIF results get
-``baselineState`` (``new`` | ``unchanged``), which code-scanning viewers understand.
+``baselineState`` (``new`` | ``unchanged``), which code-scanning viewers understand;
+the HTML report gains a "Since the last audit" section and a badge on every finding.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ def wrap(fmt: str, write: Writer, drift: Drift) -> Writer:
         return lambda report, stream: _json(report, stream, drift)
     if fmt == "sarif":
         return lambda report, stream: _sarif(report, stream, drift)
+    if fmt == "html":
+        return lambda report, stream: _html(report, stream, drift)
     return write
 
 
@@ -147,28 +150,60 @@ def counts(drift: Drift) -> dict[str, int]:
 
 
 def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
-    from scanner.reporters.text import _safe  # same escaping as the rest of the report
+    from scanner.reporters.text import safe  # same escaping as the rest of the report
 
     numbers = counts(drift)
     head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
     if numbers[UNVERIFIED]:
         head += f", {numbers[UNVERIFIED]} not checked this time"
-    stream.write(f"Since the last audit ({_safe(drift.previous)}): {head}\n")
+    stream.write(f"Since the last audit ({safe(drift.previous)}): {head}\n")
     for finding in drift.new:
         stream.write(
-            f"  new       {_safe(finding.location.uri)} {finding.level} {finding.rule_id} "
-            f"{_safe(finding.message)}\n"
+            f"  new       {safe(finding.location.uri)} {finding.level} {finding.rule_id} "
+            f"{safe(finding.message)}\n"
         )
     for label, entries in (("resolved  ", drift.resolved), ("unchecked ", drift.unverified)):
         for entry in entries:
-            location = entry.get("location")
-            uri = location.get("uri", "") if isinstance(location, dict) else ""
-            stream.write(
-                f"  {label}{_safe(str(uri))} {entry.get('level', '')} {entry.get('ruleId', '')} "
-                f"{_safe(str(entry.get('message', '')))}\n"
-            )
+            uri, level, rule_id, message = _previous_fields(entry)
+            fields = " ".join(safe(field) for field in (uri, level, rule_id, message))
+            stream.write(f"  {label}{fields}\n")
     stream.write("\n")
     write(report, stream)
+
+
+def _previous_fields(entry: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(uri, level, rule id, message) of a finding of the previous JSON report."""
+    location = entry.get("location")
+    uri = location.get("uri", "") if isinstance(location, dict) else ""
+    return (
+        str(uri),
+        str(entry.get("level", "")),
+        str(entry.get("ruleId", "")),
+        str(entry.get("message", "")),
+    )
+
+
+def _html(report: Report, stream: TextIO, drift: Drift) -> None:
+    from scanner.reporters import html
+
+    numbers = counts(drift)
+    rows = [
+        html.ChangeRow(NEW, f.location.uri, str(f.level), f.rule_id, f.message) for f in drift.new
+    ]
+    for state, entries in ((RESOLVED, drift.resolved), ("not checked", drift.unverified)):
+        rows += [html.ChangeRow(state, *_previous_fields(entry)) for entry in entries]
+    changes = html.Changes(
+        previous=drift.previous,
+        counts=[
+            (NEW, numbers[NEW]),
+            (UNCHANGED, numbers[UNCHANGED]),
+            (RESOLVED, numbers[RESOLVED]),
+            ("not checked this time", numbers[UNVERIFIED]),
+        ],
+        rows=rows,
+        states=drift.states(),
+    )
+    html.write(report, stream, changes)
 
 
 def _json(report: Report, stream: TextIO, drift: Drift) -> None:

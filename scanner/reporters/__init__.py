@@ -58,6 +58,7 @@ _MODULES = {
     "sarif": "scanner.reporters.sarif",
     "github": "scanner.reporters.github",
     "junit": "scanner.reporters.junit",
+    "html": "scanner.reporters.html",
 }
 
 FORMATS: tuple[str, ...] = tuple(_MODULES)

@@ -35,9 +35,12 @@ _STYLES = {
     "suppressed": "\x1b[2m",  # dim
 }
 
-# C0 and C1 controls, DEL, the line and paragraph separators, and the bidi overrides
-# that can disguise text in a terminal.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, the line and paragraph separators, the bidi controls that
+# can reorder text (overrides, isolates, marks) and the invisible characters that can
+# make two names look alike (zero-width space and joiners, word joiner, BOM).
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]"
+)
 
 
 def write(report: Report, stream: TextIO) -> None:
@@ -49,7 +52,7 @@ def write(report: Report, stream: TextIO) -> None:
     for index, (uri, findings) in enumerate(groups.items()):
         if index:
             stream.write("\n")
-        stream.write(paint("header", _safe(uri)) + "\n")
+        stream.write(paint("header", safe(uri)) + "\n")
         for finding in findings:
             stream.write(_finding_line(finding, paint) + "\n")
     if groups and report.notifications:
@@ -74,10 +77,10 @@ def write(report: Report, stream: TextIO) -> None:
 def _finding_line(finding: Finding, paint: _Paint) -> str:
     where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
-    line = f"{_safe(where)} {paint(label, label)} {finding.rule_id} {_safe(finding.message)}"
+    line = f"{safe(where)} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
     if finding.suppression is not None:
         note = f"[suppressed {finding.suppression.kind}: {finding.suppression.justification}]"
-        line += " " + paint("suppressed", _safe(note))
+        line += " " + paint("suppressed", safe(note))
     return line
 
 
@@ -90,8 +93,8 @@ def _notification_line(notification: Notification, paint: _Paint) -> str:
             where += f":{notification.line}"
             if notification.column > 0:
                 where += f":{notification.column}"
-        parts.append(_safe(where))
-    message = _safe(notification.message)
+        parts.append(safe(where))
+    message = safe(notification.message)
     if notification.rule_id:
         message += f" ({notification.rule_id})"
     parts.append(message)
@@ -110,6 +113,7 @@ class _Paint:
         return f"{_STYLES[style]}{text}{_RESET}"
 
 
-def _safe(text: str) -> str:
-    r"""Show control characters as escapes (ESC becomes ``\x1b``): they must not drive a tty."""
+def safe(text: str) -> str:
+    r"""Show control characters as escapes (ESC becomes ``\x1b``): they must not drive a
+    tty, nor disguise what a report says. Every reporter of text for people uses it."""
     return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)

@@ -81,11 +81,11 @@ def test_control_characters_from_manifests_cannot_drive_the_terminal(
     hostile = Finding(
         rule_id="PG301",
         level=Level.ERROR,
-        message="name \x1b[2Jcleared\nfake line \u202eevil\u2028next",
+        message="name \x1b[2Jcleared\nfake line \u202eevil\u2028next pri\u200bvileged\u200f",
         location=Location("k8s/x.yaml", 1, 1),
         ref=None,
     )
     output = render(make_report(findings=(hostile,), notifications=()), "text")
     assert "\x1b" not in output
     assert "\u202e" not in output
-    assert r"name \x1b[2Jcleared\nfake line \u202eevil\u2028next" in output
+    assert r"name \x1b[2Jcleared\nfake line \u202eevil\u2028next pri\u200bvileged\u200f" in output
