@@ -31,6 +31,11 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRU
 )
 
 
+LARGEST_FILE_SIZE_LIMIT = 1024**3
+"""The most ``--max-file-size`` allows: each read asks for the limit's worth of memory
+up front, and a gigabyte of YAML would take hundreds of gigabytes to compose."""
+
+
 def _file_size(text: str) -> int:
     """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G alike)."""
     number = text.strip().rstrip("iBb").rstrip()
@@ -38,6 +43,8 @@ def _file_size(text: str) -> int:
     digits = number[:-1] if scale > 1 else number
     if not digits.strip().isdigit() or int(digits) < 1:
         raise click.BadParameter(f"{text!r} is not a size such as 10MiB, 512KiB or 1048576")
+    if int(digits) * scale > LARGEST_FILE_SIZE_LIMIT:
+        raise click.BadParameter(f"{text!r} is more than the largest limit, 1GiB")
     return int(digits) * scale
 
 
@@ -86,7 +93,9 @@ report_options = [
         help="Lowest level that makes the exit code 1.",
     ),
     click.option(
-        "--show-suppressed", is_flag=True, help="Show suppressed findings in text reports."
+        "--show-suppressed",
+        is_flag=True,
+        help="Show suppressed findings in text and HTML reports.",
     ),
 ]
 
@@ -123,7 +132,7 @@ def cli() -> None:
     default="10MiB",
     show_default=True,
     callback=lambda _ctx, _param, value: _file_size(value),
-    help="Skip (and report) larger files: bytes, or a number with KiB, MiB or GiB.",
+    help="Skip (and report) larger files: bytes, or a number with KiB, MiB or GiB (at most 1GiB).",
 )
 @click.option(
     "--config",
@@ -198,7 +207,7 @@ def scan(
     destinations = output.pair(formats, outputs, _default_format())
     known = baseline.load(baseline_file) if baseline_file is not None else None
     if write_baseline is not None:
-        output.check_writable(write_baseline)
+        output.check_writable(write_baseline, "--write-baseline")
     render = RenderOptions(helm_values, _assignments(helm_set), helm_namespace)
     loaded = configfile.resolve(paths, config_file)
     _warn_all(loaded.warnings)

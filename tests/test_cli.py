@@ -302,3 +302,23 @@ def test_the_console_entry_point_runs_without_the_cyclic_collector() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert json.loads(result.stdout.splitlines()[-1]) == [True, [False], 0]
+
+
+def test_a_max_file_size_over_the_largest_limit_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", "--max-file-size", "99999999999GiB", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "poolgate: error: Invalid value for '--max-file-size': "
+        "'99999999999GiB' is more than the largest limit, 1GiB\n"
+    )
+    assert poolgate("scan", "ok.yaml", "--max-file-size", "1GiB", cwd=tmp_path).returncode == 0
+
+
+def test_an_unwritable_write_baseline_is_named_by_its_own_option(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", "--write-baseline", "nodir/b.json", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "poolgate: error: --write-baseline nodir/b.json: directory nodir does not exist\n"
+    )

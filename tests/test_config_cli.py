@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import mounts
+import pytest
 from cli_run import poolgate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,3 +159,16 @@ def test_scan_with_a_broken_config_fails_before_scanning(tmp_path: Path) -> None
     assert (
         warned.stderr == "poolgate: warning: .poolgate.yaml:5: unknown key spec.extra (ignored)\n"
     )
+
+
+def test_init_into_a_read_only_directory_is_one_error_line(tmp_path: Path) -> None:
+    if reason := mounts.unavailable():
+        pytest.skip(reason)
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    result = poolgate("config", "init", "ro", cwd=tmp_path, preexec=mounts.read_only(locked))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "poolgate: error: cannot write ro/.poolgate.yaml: read-only file system\n"
+    )
+    assert list(locked.iterdir()) == []

@@ -9,9 +9,11 @@ command line is read whatever its name. Files that exist but cannot be read beco
 The scanned tree may come from an untrusted pull request, so a walk never follows a
 symbolic link to a directory (no loops, no escaping the checkout) and reads a
 symbolic link to a file only when its target stays inside the scanned directory or
-the repository. Named pipes, sockets and devices found in a walk are never opened (a
-pipe would block the scan); one named on the command line is read, so process
-substitution works (``poolgate scan <(helm template chart)``).
+the repository. A path named on the command line inside the repository may come from
+the pull request too (the Action's ``paths``), so it is read only when it does not
+lead out of the repository through a link. Named pipes, sockets and devices found in
+a walk are never opened (a pipe would block the scan); one named on the command line
+is read, so process substitution works (``poolgate scan <(helm template chart)``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import BinaryIO, Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning
@@ -86,6 +88,11 @@ def load_paths(
             queue.append(None)
             continue
         target = Path(os.path.abspath(path))
+        problem = _named_link_problem(target, root)
+        if problem:
+            inventory.files += 1
+            inventory.read_errors.append(ReadError(_uri(target, root), problem))
+            continue
         if target.is_dir():
             files = _walk(target, root, inventory, render_roots)
         elif render_roots is not None and (chart := enclosing_root(target, root)):
@@ -133,18 +140,25 @@ def _load_file(path: Path, uri: str, max_file_size: int, inventory: Inventory) -
 
 
 def _load_stdin(stream: TextIO, max_file_size: int, inventory: Inventory) -> None:
+    """Standard input, read as bytes and decoded strictly, as a file is.
+
+    Its text layer would not do: in the C and POSIX locales Python decodes standard
+    input with ``surrogateescape``, which lets invalid UTF-8 through. A stream with no
+    bytes beneath (``io.StringIO``, from a library caller) is read as text.
+    """
     inventory.files += 1
+    source: BinaryIO | TextIO = getattr(stream, "buffer", stream)
     try:
-        # The limit counts characters here; the stream has already decoded the bytes.
-        text = stream.read(max_file_size + 1)
+        data = source.read(max_file_size + 1)
+        if len(data) > max_file_size:
+            inventory.read_errors.append(ReadError(STDIN_URI, _too_large(max_file_size)))
+            return
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as error:
         inventory.read_errors.append(ReadError(STDIN_URI, _not_utf8(error)))
         return
     except OSError as error:
         inventory.read_errors.append(ReadError(STDIN_URI, _os_message(error)))
-        return
-    if len(text) > max_file_size:
-        inventory.read_errors.append(ReadError(STDIN_URI, _too_large(max_file_size)))
         return
     inventory.extend(parse_stream(text, STDIN_URI))
 
@@ -191,8 +205,8 @@ def _walk(
                 continue
             path = Path(entry.path)
             if entry.is_symlink():
-                if not _is_manifest(entry.name):
-                    continue  # links to directories included: never followed
+                if not _is_manifest(entry.name) or os.path.isdir(path):
+                    continue  # a link to a directory is never followed, whatever its name
                 problem = _link_problem(path, allowed)
                 if problem:
                     inventory.files += 1
@@ -225,9 +239,28 @@ def _link_problem(link: Path, allowed: list[Path]) -> str:
     target = Path(os.path.realpath(link))  # a loop resolves to some path that is no file
     if not target.is_file():
         return "symbolic link to a missing or special file; skipped"
-    if not any(target == root or root in target.parents for root in allowed):
+    if not _inside(target, allowed):
         return "symbolic link points outside the scanned directory; skipped"
     return ""
+
+
+def _named_link_problem(path: Path, repo_root: Path) -> str:
+    """Why a path named on the command line is not read ("" if it is fine).
+
+    One inside the repository may have come with a pull request (the Action scans the
+    files one changed), so it must not lead out of the repository through a symbolic
+    link, itself or in a directory above it, just as a link found in a walk must not.
+    A path outside the repository is the user's own choice: ``poolgate scan
+    <(helm template chart)`` names ``/dev/fd/63``, a link to a pipe.
+    """
+    roots = [repo_root, Path(os.path.realpath(repo_root))]
+    if not _inside(path, roots) or _inside(Path(os.path.realpath(path)), roots[1:]):
+        return ""
+    return "symbolic link points outside the repository; skipped"
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
 
 
 def _uri(path: Path, repo_root: Path) -> str:

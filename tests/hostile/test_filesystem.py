@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cli_run
+import mounts
 import pytest
 
 TIMEOUT = 120
@@ -128,3 +129,61 @@ def test_two_thousand_small_files(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)["summary"]
     assert (summary["files"], summary["objects"], summary["findings"]) == (2000, 2000, 0)
+
+
+@posix_only
+def test_a_symbolic_link_named_on_the_command_line_may_not_leave_the_repository(
+    tmp_path: Path,
+) -> None:
+    """The Action's ``paths`` may name files a pull request added: a link among them
+    must not put a file of the runner into the report."""
+    repo = tmp_path / "repo"
+    (repo / "k8s").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "private.yaml").write_text(CONFIGMAP.format(name="private"))
+    (repo / "k8s" / "pw.yaml").symlink_to(outside / "private.yaml")
+    (repo / "k8s" / "elsewhere").symlink_to(outside, target_is_directory=True)
+    named = ["k8s/elsewhere", "k8s/elsewhere/private.yaml", "k8s/pw.yaml"]
+    result = poolgate("scan", *named, "--format", "json", cwd=repo)
+    assert result.returncode == 3, result.stderr
+    report = json.loads(result.stdout)
+    assert report["summary"]["objects"] == 0
+    assert [(n["uri"], n["message"]) for n in report["notifications"]] == [
+        (name, "symbolic link points outside the repository; skipped") for name in named
+    ]
+
+
+def test_a_full_disk_is_one_error_line(tmp_path: Path) -> None:
+    if reason := mounts.unavailable():
+        pytest.skip(reason)
+    (tmp_path / "ok.yaml").write_text(CONFIGMAP.format(name="ok"))
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    result = poolgate(
+        "scan",
+        "ok.yaml",
+        "--format",
+        "sarif",
+        "-o",
+        "tiny/r.sarif",
+        cwd=tmp_path,
+        preexec=mounts.tiny_file_system(tiny, "4k"),  # a SARIF report carries every rule
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "poolgate: error: cannot write tiny/r.sarif: no space left on device\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_an_output_link_to_an_open_descriptor_is_written_into_not_replaced(
+    tmp_path: Path,
+) -> None:
+    """``-o /dev/stdout`` as root replaced /dev/stdout with a file; this link is the same
+    (and replacing it would harm nothing)."""
+    (tmp_path / "ok.yaml").write_text(CONFIGMAP.format(name="ok"))
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
+    result = poolgate("scan", "ok.yaml", "--format", "json", "-o", "stdout", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]["objects"] == 1
+    assert os.readlink(tmp_path / "stdout") == "/proc/self/fd/1"

@@ -6,6 +6,9 @@ In-process, so a reporter can be made to fail halfway through its output.
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -59,7 +62,7 @@ def _crash_sarif(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
 
 @pytest.mark.parametrize(
     ("error", "code"),
-    [(RuntimeError("reporter bug"), 4), (KeyboardInterrupt(), 130), (OSError(28, "No space"), 4)],
+    [(RuntimeError("reporter bug"), 4), (KeyboardInterrupt(), 130), (OSError(28, "No space"), 2)],
     ids=["crash", "interrupt", "disk-full"],
 )
 def test_a_failure_mid_write_leaves_the_previous_report_and_no_temporary_file(
@@ -99,3 +102,49 @@ def test_the_same_file_named_twice_in_different_spellings_is_refused(
     assert cli.run(args) == 2
     assert "given twice" in capsys.readouterr().err
     assert not (tmp_path / "out" / "r.json").exists()
+
+
+def test_a_full_disk_mid_write_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pod.yaml").write_text(PRIVILEGED)
+    _crash_sarif(monkeypatch, OSError(28, "No space left on device"))
+    assert cli.run(["scan", "pod.yaml", "--format", "sarif", "-o", "results.sarif"]) == 2
+    assert capsys.readouterr().err == (
+        "poolgate: error: cannot write results.sarif: no space left on device\n"
+    )
+    assert [path.name for path in tmp_path.iterdir()] == ["pod.yaml"]
+
+
+def test_an_output_symlink_stays_a_link_and_its_target_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "pod.yaml").write_text(PRIVILEGED)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "results.json").write_text(PREVIOUS)
+    (tmp_path / "results.json").symlink_to(reports / "results.json")
+    assert cli.run(["scan", "pod.yaml", "--format", "json", "-o", "results.json"]) == 1
+    assert (tmp_path / "results.json").is_symlink()
+    assert json.loads((reports / "results.json").read_text())["findings"]
+    assert [path.name for path in reports.iterdir()] == ["results.json"]  # no temporary file
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_output_is_written_into_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pod.yaml").write_text(PRIVILEGED)
+    pipe = tmp_path / "results.json"
+    os.mkfifo(pipe)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    assert cli.run(["scan", "pod.yaml", "--format", "json", "-o", "results.json"]) == 1
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode), "the pipe was replaced by a file"
+    assert json.loads(received[0])["findings"]

@@ -260,3 +260,64 @@ def test_symlinked_file_outside_the_scanned_tree_is_not_read(
             "k8s/innocent.yaml", "symbolic link points outside the scanned directory; skipped"
         )
     ]
+
+
+def test_a_symlink_to_a_directory_is_not_followed_whatever_its_name(repo: Path) -> None:
+    write(repo, "k8s/sub/a.yaml", manifest("a"))
+    (repo / "k8s" / "conf.d.yaml").symlink_to(repo / "k8s" / "sub", target_is_directory=True)
+    inventory = load_paths([str(repo / "k8s")], repo)
+    assert uris(inventory) == ["k8s/sub/a.yaml"]
+    assert inventory.read_errors == [] and inventory.files == 1
+
+
+def test_a_named_symlink_out_of_the_repository_is_not_read(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A pull request may add the link, and the Action scans the files one changes."""
+    home = tmp_path_factory.mktemp("home")
+    secret = write(home, "kubeconfig.yaml", manifest("secret"))
+    write(home, "dir/inner.yaml", manifest("inner"))
+    (repo / "k8s").mkdir()
+    (repo / "k8s" / "pw.yaml").symlink_to(secret)
+    (repo / "k8s" / "elsewhere").symlink_to(home / "dir", target_is_directory=True)
+    named = ["k8s/pw.yaml", "k8s/elsewhere", "k8s/elsewhere/inner.yaml"]
+    inventory = load_paths([str(repo / name) for name in named], repo)
+    assert inventory.objects == []
+    message = "symbolic link points outside the repository; skipped"
+    assert inventory.read_errors == [ReadError(name, message) for name in named]
+    assert inventory.files == 3
+
+
+def test_named_symlinks_inside_the_repository_are_read(repo: Path) -> None:
+    write(repo, "shared/base.yaml", manifest("shared"))
+    write(repo, "shared/more/extra.yaml", manifest("extra"))
+    (repo / "k8s").mkdir()
+    (repo / "k8s" / "base.yaml").symlink_to(repo / "shared" / "base.yaml")
+    (repo / "k8s" / "more").symlink_to(repo / "shared" / "more", target_is_directory=True)
+    inventory = load_paths([str(repo / "k8s" / "base.yaml"), str(repo / "k8s" / "more")], repo)
+    assert uris(inventory) == ["k8s/base.yaml", "k8s/more/extra.yaml"]
+    assert inventory.read_errors == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="needs /dev/fd")
+def test_a_named_path_outside_the_repository_is_read_through_links(repo: Path) -> None:
+    """The user's own choice: ``poolgate scan <(helm template chart)`` names /dev/fd/63."""
+    reading, writing = os.pipe()
+    os.write(writing, manifest("rendered").encode())
+    os.close(writing)
+    try:
+        inventory = load_paths([f"/dev/fd/{reading}"], repo)
+    finally:
+        os.close(reading)
+    assert names(inventory) == ["rendered"]
+    assert inventory.read_errors == []
+
+
+def test_invalid_utf8_on_stdin_is_a_read_error_in_the_c_locale(repo: Path) -> None:
+    """In the C and POSIX locales Python decodes standard input with surrogateescape,
+    so invalid UTF-8 gets through its text layer: the bytes beneath are decoded."""
+    data = io.BytesIO(b'a: "\xc3\x28"\n')
+    stdin = io.TextIOWrapper(data, encoding="utf-8", errors="surrogateescape")
+    inventory = load_paths(["-"], repo, stdin=stdin)
+    assert inventory.read_errors == [ReadError("<stdin>", "not valid UTF-8; skipped")]
+    assert inventory.invalid == [] and inventory.files == 1
