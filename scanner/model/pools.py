@@ -344,7 +344,9 @@ def _target(
     pod_spec = facts["podSpec"]
     tolerations = facts["tolerations"]
     selected = [
-        (obj, member) for obj, member in index.classes(keys) if selects(pod_spec, member["labels"])
+        (obj, member)
+        for obj, member in index.classes(keys)
+        if selects(pod_spec, member["labels"], declaration=member["source"] == "declaration")
     ]
     if not selected:
         return None

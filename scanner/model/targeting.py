@@ -11,27 +11,90 @@
 
 Labels are ``key -> possible values`` so declarations whose requirements allow
 several values (Karpenter ``In [a, b]``) match any selection of one of them.
+
+A pool *declaration* (Karpenter NodePool, GKE node pool, Cluster API) lists the labels
+it gives its nodes, not those the kubelet, the cloud provider, the autoscaler or GPU
+Feature Discovery add when a node joins (``kubernetes.io/os``, ``topology.kubernetes.io/zone``,
+``karpenter.sh/capacity-type``, ``nvidia.com/gpu.product``). A selection on such a key
+that the declaration does not list is undecided, so it matches: "selects no GPU pool,
+it will stay Pending" must rest on labels the declaration does decide. Live Nodes
+carry every label and are matched exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
 
 BLOCKING = ("NoSchedule", "NoExecute")
 
+RUNTIME_LABELS: Final = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    }
+)
+"""Well-known labels a node gets when it joins (kubelet, cloud provider)."""
+RUNTIME_DOMAINS: Final = (
+    "node.kubernetes.io/",  # instance-type
+    "topology.kubernetes.io/",  # zone, region
+    "karpenter.sh/",
+    "karpenter.k8s.aws/",
+    "karpenter.azure.com/",
+    "cloud.google.com/",
+    "eks.amazonaws.com/",
+    "kubernetes.azure.com/",
+    "nvidia.com/",  # GPU Feature Discovery: gpu.product, gpu.count, mig.strategy
+    "feature.node.kubernetes.io/",  # Node Feature Discovery
+)
+"""Label domains whose keys the autoscaler, the cloud provider or GPU/Node Feature
+Discovery set on nodes at runtime."""
 
-def selects(pod_spec: Mapping[str, Any], labels: Mapping[str, Sequence[str]]) -> bool:
-    """Whether a node carrying ``labels`` satisfies the pod's required node selection."""
+
+class _Undecided:
+    """The value of a runtime label a pool declaration does not list."""
+
+
+_UNDECIDED: Final = _Undecided()
+
+
+def selects(
+    pod_spec: Mapping[str, Any],
+    labels: Mapping[str, Sequence[str]],
+    declaration: bool = False,
+) -> bool:
+    """Whether a node carrying ``labels`` satisfies the pod's required node selection.
+    ``declaration``: ``labels`` are a pool declaration's (module docstring)."""
+
+    def lookup(key: str) -> Sequence[str] | _Undecided | None:
+        present = labels.get(key)
+        if present is None and declaration and runtime_label(key):
+            return _UNDECIDED
+        return present
+
     node_selector = pod_spec.get("nodeSelector")
     if isinstance(node_selector, Mapping):
         for key, value in node_selector.items():
-            if _scalar(value) not in labels.get(str(key), ()):
+            present = lookup(str(key))
+            if isinstance(present, _Undecided):
+                continue
+            if _scalar(value) not in (present or ()):
                 return False
     terms = _required_terms(pod_spec)
     if terms is None:
         return True
-    return any(_term_matches(term, labels) for term in terms)
+    return any(_term_matches(term, lookup) for term in terms)
+
+
+def runtime_label(key: str) -> bool:
+    """Whether nodes get label ``key`` when they join, whatever their pool declares."""
+    return key in RUNTIME_LABELS or key.startswith(RUNTIME_DOMAINS)
 
 
 def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
@@ -46,14 +109,17 @@ def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]] | No
     return [t for t in terms if isinstance(t, Mapping)] if isinstance(terms, list) else []
 
 
-def _term_matches(term: Mapping[str, Any], labels: Mapping[str, Sequence[str]]) -> bool:
+_Lookup = Callable[[str], "Sequence[str] | _Undecided | None"]
+
+
+def _term_matches(term: Mapping[str, Any], lookup: _Lookup) -> bool:
     expressions = [e for e in term.get("matchExpressions") or [] if isinstance(e, Mapping)]
     if not expressions:
         return False  # "a null or empty node selector term matches no objects"
-    return all(_expression_matches(e, labels) for e in expressions)
+    return all(_expression_matches(e, lookup) for e in expressions)
 
 
-def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, Sequence[str]]) -> bool:
+def _expression_matches(expression: Mapping[str, Any], lookup: _Lookup) -> bool:
     key = str(expression.get("key", ""))
     operator = expression.get("operator")
     wanted = (
@@ -61,7 +127,9 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, Sequ
         if isinstance(expression.get("values"), list)
         else []
     )
-    present = labels.get(key)
+    present = lookup(key)
+    if isinstance(present, _Undecided):
+        return True
     if operator == "In":
         return present is not None and any(v in wanted for v in present)
     if operator == "NotIn":

@@ -104,3 +104,33 @@ def test_untolerated(
     tolerations: list[dict[str, Any]], requested: list[str], ert: bool, blocked: list[str]
 ) -> None:
     assert untolerated(TAINTS, tolerations, requested, ert) == blocked
+
+
+@pytest.mark.parametrize(
+    ("selection", "declared", "live"),
+    [
+        # Labels every node gets when it joins: a declaration cannot decide them.
+        ({"nodeSelector": {"sku": "h100", "kubernetes.io/os": "linux"}}, True, False),
+        ({"nodeSelector": {"sku": "h100", "topology.kubernetes.io/zone": "us-east-1a"}}, True, False),
+        ({"nodeSelector": {"sku": "h100", "nvidia.com/gpu.product": "NVIDIA-H100"}}, True, False),
+        (
+            {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                    {"key": "sku", "operator": "In", "values": ["h100"]},
+                ]}]}}}},
+            True,
+            False,
+        ),
+        # A label the declaration lists decides; so does any key outside those domains.
+        ({"nodeSelector": {"sku": "b200", "kubernetes.io/os": "linux"}}, False, False),
+        ({"nodeSelector": {"node.kubernetes.io/instance-type": "g6.xlarge"}}, False, False),
+        ({"nodeSelector": {"skuu": "h100"}}, False, False),
+    ],
+)  # fmt: skip
+def test_a_declaration_does_not_decide_labels_nodes_get_when_they_join(
+    selection: dict[str, Any], declared: bool, live: bool
+) -> None:
+    labels = {"sku": ["h100"], "node.kubernetes.io/instance-type": ["p5.48xlarge"]}
+    assert selects(selection, labels, declaration=True) is declared
+    assert selects(selection, labels) is live  # a live Node carries every label it has
