@@ -127,7 +127,13 @@ def build_model(
     nodes = build_nodes(index, config, setup, entries)
     pools = build_pools(nodes)
     namespaces = build_namespaces(index, workloads, config)
-    domains = {name: facts["trustDomain"] for name, facts in namespaces.facts.items()}
+    # Trust domains rest on namespace labels: only namespaces in scope have known ones
+    # (operator namespaces are the platform whatever their labels).
+    domains = {
+        name: facts["trustDomain"]
+        for name, facts in namespaces.facts.items()
+        if facts["known"] or facts["operator"]
+    }
     attach_running(workloads, nodes, domains)
     # The joins that need a workload's template facts; deferred workloads run them
     # in this order when they complete.

@@ -88,7 +88,9 @@ def attach_targets(
     controller, so is no tenant.
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
-    which are not tenants). Cost stays near linear: workloads with the same node
+    which are not tenants) for the namespaces whose labels are known; a workload in
+    another namespace shows its namespace as its trust domain, but a pool's
+    ``trustDomains`` count only known ones. Cost stays near linear: workloads with the same node
     selection, tolerations and GPU resource names (the replicas of one controller, the
     pods of one Job) share one computation, and each pool is matched through its
     distinct member classes — members that look the same to the labels the selection
@@ -122,7 +124,11 @@ def attach_targets(
         pool.facts["tenants"] = [
             tenants[pool.facts["name"]][ns] for ns in sorted(tenants[pool.facts["name"]])
         ]
-        pool.facts["trustDomains"] = sorted({t["trustDomain"] for t in pool.facts["tenants"]})
+        # Only tenants whose Namespace is in scope have a known trust domain (DESIGN.md,
+        # scope semantics): an unseen namespace may carry any trust-domain label.
+        pool.facts["trustDomains"] = sorted(
+            {t["trustDomain"] for t in pool.facts["tenants"] if t["namespace"] in trust_domain}
+        )
     targeting.finish()
     for workload in complete:
         workload.facts["diagnosis"] = diagnose(workload.facts)
@@ -292,8 +298,8 @@ def attach_running(
         node = by_name.get(node_name) if isinstance(node_name, str) else None
         if node is None or phase in ("Succeeded", "Failed"):
             continue
-        domain = trust_domain.get(facts["namespace"], facts["namespace"])
-        if domain != "platform":
+        domain = trust_domain.get(facts["namespace"])  # None: the Namespace is not in scope
+        if domain is not None and domain != "platform":
             domains.setdefault(node["name"], set()).add(domain)
         placed.append((facts, node))
     for facts, node in placed:
