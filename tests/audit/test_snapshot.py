@@ -116,11 +116,11 @@ def test_yaml_snapshots_honour_no_tag_and_read_aliases_as_manifests_do(tmp_path:
     dump = tmp_path / "dump.yaml"
     dump.write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: &ns team, labels: {team: *ns}}\n"
-        "spec: {x: !!python/object:os.system {}, y: !!null {privileged: true}, z: !!set [a]}\n"
+        "spec: {x: !!python/object:os.system {}, w: !!null {privileged: true}, z: !!set [a]}\n"
     )
     (body,) = snapshot.read(str(dump)).objects
     assert body["metadata"]["labels"] == {"team": "team"}
-    assert body["spec"] == {"x": {}, "y": {"privileged": True}, "z": ["a"]}
+    assert body["spec"] == {"x": {}, "w": {"privileged": True}, "z": ["a"]}
 
 
 def test_a_yaml_list_is_limited_by_its_length_not_the_per_document_limit(
