@@ -22,7 +22,15 @@ from scanner.model.index import ObjectIndex
 from scanner.sources.yamldoc import parse_plain
 
 CLUSTER_POLICY = "ClusterPolicy"
-_KNOWN_RESOURCE = re.compile(r"^nvidia\.com/(?:gpu|mig-\d+g\.\d+gb(?:\+me)?)$")
+RESOURCE_PREFIX = "nvidia.com/"
+_MAX_RESOURCE_NAME = 63
+_ADVERTISED = re.compile(r"^nvidia\.com/(?:gpu|mig-\d+g\.\d+gb(?:\.me|\.me\.all|\.gfx|-me)?)$")
+"""The names the device plugin advertises and a sharing config may replicate:
+``nvidia.com/gpu``, and under the mixed MIG strategy ``"mig-" + profile`` for every
+MIG profile whose compute instance spans its GPU instance (``<G>g.<M>gb``), with
+go-nvlib's attributes (``+me``, ``+me.all``, ``+gfx``, ``-me``) and ``+`` written ``.``:
+``nvidia.com/mig-1g.10gb.me``, ``nvidia.com/mig-1g.24gb-me``. Kubernetes refuses
+``+`` in a resource name, and so does the plugin's config parser."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +151,8 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
         resources.append(
             {
                 "name": name,
-                "known": bool(_KNOWN_RESOURCE.match(name)),
+                "known": known_resource(name),
+                "advertisedAs": _plus_spelling(name),
                 "replicas": replicas
                 if isinstance(replicas, int) and not isinstance(replicas, bool)
                 else 0,
@@ -200,6 +209,21 @@ def entries_by_key(
     """
     chosen = [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
     return {entry["key"]: entry for config in chosen for entry in config["entries"]}
+
+
+def known_resource(name: str) -> bool:
+    """Whether the device plugin accepts ``name`` as a sharing resource and advertises
+    it. Its parser (``NewResourceName``) puts ``nvidia.com/`` before a bare name and
+    takes at most 63 characters in all."""
+    qualified = name if name.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + name
+    return len(qualified) <= _MAX_RESOURCE_NAME and bool(_ADVERTISED.match(qualified))
+
+
+def _plus_spelling(name: str) -> str:
+    """The advertised name of a MIG profile written with mig-parted's ``+``
+    (``nvidia.com/mig-1g.10gb+me`` -> ``nvidia.com/mig-1g.10gb.me``); "" otherwise."""
+    dotted = name.replace("+", ".")
+    return dotted if "+" in name and known_resource(dotted) else ""
 
 
 def _list(value: object) -> list[Any]:

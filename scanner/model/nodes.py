@@ -43,6 +43,8 @@ _EFFECTS = {
     "NO_EXECUTE": "NoExecute",
 }
 _MIG_PROFILE = re.compile(r"^nvidia\.com/mig-(.+?)(?:\.shared)?$")
+_NOT_A_PROFILE = ("all-disabled", "all-enabled", "all-balanced")
+"""MIG manager configs named ``all-...`` that do not name one profile."""
 
 KARPENTER_NODEPOOL = ("NodePool", "karpenter.sh/")
 GKE_NODEPOOL = ("ContainerNodePool", "container.cnrm.cloud.google.com/")
@@ -72,10 +74,18 @@ def _node(
     allocatable = _gpu_counts(status.get("allocatable"))
     capacity = _gpu_counts(status.get("capacity"))
     taints = [_taint(t) for t in _list(as_mapping(obj.body.get("spec")).get("taints"))]
-    facts = _common(obj, "node", labels, taints, config, setup, entries)
+    status_known = "allocatable" in status or "capacity" in status
+    observed: dict[str, int] | None = None
+    if status_known:
+        observed = {}
+        for name in sorted({*allocatable, *capacity}):
+            count = max(allocatable.get(name, 0), capacity.get(name, 0))
+            if count > 0:
+                observed[name] = count
+    facts = _common(obj, "node", labels, taints, config, setup, entries, observed)
     facts["allocatable"] = allocatable
     facts["capacity"] = capacity
-    facts["statusKnown"] = "allocatable" in status or "capacity" in status
+    facts["statusKnown"] = status_known
     facts["gpu"] = bool(allocatable or capacity) or facts["gpuLabeled"]
     if facts["statusKnown"]:
         facts["advertises"] = sorted(name for name, count in allocatable.items() if count > 0)
@@ -251,7 +261,11 @@ def _common(
     config: Config,
     setup: Setup,
     entries: Mapping[str, Mapping[str, Any]],
+    observed: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    """Facts a Node and a declaration share. ``observed``: the GPU resources a Node's
+    status shows, name -> count (None when it shows no status)."""
+
     def first(key: str) -> str:
         values = labels.get(key)
         return values[0] if values else ""
@@ -264,10 +278,19 @@ def _common(
     entry = entries.get(config_key or setup.default_key)
     product = first("nvidia.com/gpu.product")
     mig_config = first("nvidia.com/mig.config")
+    partition = first("cloud.google.com/gke-gpu-partition-size")
+    mig_label = first("nvidia.com/mig.strategy")
+    observed_mig = any(name.startswith("nvidia.com/mig-") for name in observed or ())
+    # GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not
+    # (k8s-device-plugin internal/lm/mig-strategy.go): the label says MIG unless the
+    # node's status shows whole GPUs instead.
+    whole_gpus_seen = bool(observed) and not observed_mig and "-MIG-" not in product
     mig = (
         bool(mig_config and mig_config != "all-disabled")
         or "-MIG-" in product
-        or bool(first("cloud.google.com/gke-gpu-partition-size"))
+        or bool(partition)
+        or observed_mig
+        or (mig_label in ("single", "mixed") and not whole_gpus_seen)
     )
     strategy_label = first("nvidia.com/gpu.sharing-strategy")
     replicas = positive_count(first("nvidia.com/gpu.replicas"))
@@ -282,7 +305,8 @@ def _common(
     elif entry is not None and entry.get("mode") in ("time-slicing", "mps"):
         shared = str(entry["mode"])
     mig_strategy = (
-        first("nvidia.com/mig.strategy")
+        ("mixed" if observed_mig else "")  # only the mixed strategy advertises mig-*
+        or mig_label
         or (str(entry.get("migStrategy", "")) if entry else "")
         or setup.mig_strategy
     )
@@ -290,20 +314,18 @@ def _common(
         mig_strategy = "single"
     if not mig:
         mig_strategy = "none"
-    profiles = []
-    if mig_config.startswith("all-") and mig_config not in (
-        "all-disabled",
-        "all-enabled",
-        "all-balanced",
-    ):
-        profiles.append(mig_config[len("all-") :])
-    elif mig_config:
-        profiles.append(mig_config)
-    partition = first("cloud.google.com/gke-gpu-partition-size")
+    # Only the MIG manager's all-<profile> convention names a profile; any other
+    # config (all-balanced, a site's own five-1g-one-2g) leaves the profiles unknown.
+    # Layouts tell MIG configs apart, whatever they name (PG202).
+    profile = _config_profile(mig_config)
+    profiles = [profile] if profile else []
+    layouts = [profile or mig_config] if mig_config else []
     if partition:
         profiles.append(partition)
+        layouts.append(partition)
     sharing = _combine(mig=mig, shared=shared)
-    rename = bool(entry and entry.get("renameByDefault")) and shared == "time-slicing"
+    # renameByDefault renames time-sliced and MPS replicas alike (<name>.shared).
+    rename = bool(entry and entry.get("renameByDefault")) and shared in ("time-slicing", "mps")
     return {
         "kind": obj.kind,
         "name": obj.name,
@@ -322,6 +344,8 @@ def _common(
         "migConfig": mig_config,
         "migConfigState": first("nvidia.com/mig.config.state"),
         "migProfiles": profiles,
+        "migLayouts": layouts,
+        "resourceCounts": dict(observed or {}),
         "devicePluginConfig": config_key,
         "renameShared": rename,
         "advertises": _advertised(sharing, mig_strategy, profiles, rename),
@@ -337,11 +361,21 @@ def _combine(*, mig: bool, shared: str) -> str:
     return shared or "exclusive"
 
 
+def _config_profile(mig_config: str) -> str:
+    """The profile an ``nvidia.com/mig.config`` of the form ``all-<profile>`` names, as
+    the device plugin spells it in ``nvidia.com/mig-<profile>`` (mig-parted's config
+    names already write ``+`` as ``.``: ``all-1g.10gb.me``); "" for any other config."""
+    if not mig_config.startswith("all-") or mig_config in _NOT_A_PROFILE:
+        return ""
+    return mig_config[len("all-") :].replace("+", ".")
+
+
 def _advertised(sharing: str, mig_strategy: str, profiles: list[str], rename: bool) -> list[str]:
-    """Resource names a node advertises when its status is not known (declarations)."""
+    """Resource names a node advertises when its status is not known (declarations).
+    Mixed-strategy MIG with unknown profiles advertises some ``nvidia.com/mig-*``."""
     suffix = ".shared" if rename else ""
     if "mig" in sharing and mig_strategy == "mixed":
-        if profiles and not any(p in ("all-balanced",) for p in profiles):
+        if profiles:
             return sorted(f"nvidia.com/mig-{profile}{suffix}" for profile in profiles)
         return [f"nvidia.com/mig-*{suffix}"]
     return [f"nvidia.com/gpu{suffix}"]

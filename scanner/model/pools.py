@@ -67,6 +67,7 @@ def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
         "shared": any(mode in SHARED_MODES for mode in modes),
         "migStrategies": sorted({m["migStrategy"] for m in mig_members}),
         "migProfiles": sorted({p for m in mig_members for p in m["migProfiles"]}),
+        "migLayouts": sorted({p for m in mig_members for p in m["migLayouts"]}),
         "advertises": sorted({r for _, member in members for r in member["advertises"]}),
         "maxGpusPerNode": max(member["gpuCount"] for _, member in members),
         "skus": sorted({member["sku"] for _, member in members if member["sku"]}),
@@ -221,6 +222,8 @@ class _PoolIndex:
                         member["taints"],
                         member["advertises"],
                         member["gpuCount"],
+                        member["resourceCounts"],
+                        member["sharing"],
                         bool(member.get("gke")),
                     ],
                     sort_keys=True,
@@ -331,11 +334,12 @@ def diagnose(facts: Mapping[str, Any]) -> str:
         return f"{', '.join(missing)} not advertised by " + "; ".join(
             f"{t['pool']} ({', '.join(t['advertises'])})" for t in reachable
         )
-    counts = [e["limitCount"] for e in facts["gpuResources"] if e["limitCount"] > 0]
-    sized = [t for t in reachable if t["maxGpusPerNode"] > 0]
-    if counts and sized and all(max(counts) > t["maxGpusPerNode"] for t in sized):
-        largest = max(t["maxGpusPerNode"] for t in sized)
-        return f"asks for {max(counts)} GPUs in one container; the largest node has {largest}"
+    for entry in facts["gpuResources"]:
+        count, name = entry["limitCount"], entry["name"]
+        sizes = [t["perNode"].get(name, 0) for t in reachable if t["perNode"].get(name, 0) > 0]
+        if count > 0 and sizes and all(count > size for size in sizes):
+            what = "GPUs" if name == "nvidia.com/gpu" else name
+            return f"asks for {count} {what} in one container; the largest node has {max(sizes)}"
     return ""
 
 
@@ -377,7 +381,26 @@ def _target(
         "advertises": advertises,
         "missingResources": [r for r in requested if not _advertised(r, advertises)],
         "maxGpusPerNode": max(member["gpuCount"] for member in reachable),
+        "perNode": {name: max(per_node(name, m) for m in reachable) for name in requested},
     }
+
+
+def per_node(resource: str, member: Mapping[str, Any]) -> int:
+    """How many ``resource`` one node like ``member`` has; 0 when unknown (PG108).
+
+    Whole GPUs count as the node's GPUs (``gpuCount``). A MIG slice is known only
+    from what a Node's status shows, for a GPU's slice count depends on its model,
+    not just on the profile (``all-1g.10gb`` makes 7 on an H100, 4 on an A100 40GB).
+    Slices are ``nvidia.com/mig-*``, and ``nvidia.com/gpu`` on a MIG node that
+    advertises no ``nvidia.com/mig-*`` (the single strategy, GKE's partitions).
+    """
+    mig_backed = resource.startswith("nvidia.com/mig-") or (
+        "mig" in member["sharing"]
+        and not any(name.startswith("nvidia.com/mig-") for name in member["advertises"])
+    )
+    if mig_backed:
+        return int(member["resourceCounts"].get(resource, 0))
+    return int(member["gpuCount"])
 
 
 def _advertised(resource: str, advertises: Sequence[str]) -> bool:

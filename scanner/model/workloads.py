@@ -61,8 +61,14 @@ from scanner.model.dra import DraResolver
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
 
-GPU_RESOURCE = re.compile(r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9.]+?(?:\.shared)?)$")
-"""Resource names that make a container a GPU consumer (RULES.md, "GPU workload")."""
+GPU_RESOURCE = re.compile(
+    r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)$"
+)
+"""Resource names that make a container a GPU consumer (RULES.md, "GPU workload"):
+``nvidia.com/mig-<profile>`` takes any profile Kubernetes accepts in a resource name
+(a qualified name: alphanumerics, ``-``, ``_``, ``.``), for the device plugin names MIG
+resources ``"mig-" + profile`` with ``+`` written ``.``: ``mig-1g.10gb.me``,
+``mig-1g.24gb-me``, ``mig-2g.48gb.me.all``, and ``.shared`` when renamed."""
 
 _DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 """An image pinned by digest (PG501). Computed here once: cel-cpp recompiles a

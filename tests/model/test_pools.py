@@ -153,3 +153,108 @@ def test_tenants_and_trust_domains() -> None:
     docs.append(pod("q", "{pool: l4}", toleration).replace("namespace: ml", "namespace: b1"))
     [pool] = model_of(*docs).pools
     assert pool.facts["trustDomains"] == ["alpha", "bravo"]
+
+
+def test_hyphenated_mig_profiles_are_gpu_resources_of_a_node() -> None:
+    model = model_of(
+        node("rtx", "{pool: p}", "status:\n  allocatable: {nvidia.com/mig-1g.24gb-me: '4'}")
+    )
+    facts = node_facts(model, "rtx")
+    assert facts["gpu"] and facts["allocatable"] == {"nvidia.com/mig-1g.24gb-me": 4}
+    assert facts["advertises"] == ["nvidia.com/mig-1g.24gb-me"]
+
+
+def test_mps_with_rename_by_default_advertises_shared_names() -> None:
+    model = model_of(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu-operator}\ndata:\n"
+        "  mps: |\n    version: v1\n    sharing:\n      mps:\n        renameByDefault: true\n"
+        "        resources: [{name: nvidia.com/gpu, replicas: 4}]\n",
+        node(
+            "l4", '{pool: p, nvidia.com/gpu.present: "true", nvidia.com/device-plugin.config: mps}'
+        ),
+    )
+    facts = node_facts(model, "l4")
+    assert facts["sharing"] == "mps" and facts["renameShared"]
+    assert facts["advertises"] == ["nvidia.com/gpu.shared"]
+
+
+def test_only_all_profile_mig_configs_name_a_profile() -> None:
+    mixed = "nvidia.com/mig.strategy: mixed"
+    model = model_of(
+        node("named", f"{{pool: a, {mixed}, nvidia.com/mig.config: five-1g-one-2g}}"),
+        node("balanced", f"{{pool: b, {mixed}, nvidia.com/mig.config: all-balanced}}"),
+        node("me", f"{{pool: c, {mixed}, nvidia.com/mig.config: all-1g.10gb.me}}"),
+        node("dash", f"{{pool: d, {mixed}, nvidia.com/mig.config: all-1g.24gb-me}}"),
+    )
+    named = node_facts(model, "named")
+    assert named["sharing"] == "mig" and named["migProfiles"] == []
+    assert named["advertises"] == ["nvidia.com/mig-*"]
+    assert named["migLayouts"] == ["five-1g-one-2g"]
+    assert node_facts(model, "balanced")["advertises"] == ["nvidia.com/mig-*"]
+    assert node_facts(model, "me")["advertises"] == ["nvidia.com/mig-1g.10gb.me"]
+    assert node_facts(model, "dash")["advertises"] == ["nvidia.com/mig-1g.24gb-me"]
+
+
+def test_mig_strategy_label_and_allocatable_slices_are_mig_signals() -> None:
+    present = 'nvidia.com/gpu.present: "true"'
+    model = model_of(
+        node("mixed", f"{{pool: p, {present}, nvidia.com/mig.strategy: mixed}}"),
+        node("single", f"{{pool: q, {present}, nvidia.com/mig.strategy: single}}"),
+        # GFD labels every GPU node with the cluster's strategy: whole GPUs win.
+        node(
+            "whole",
+            f"{{pool: r, {present}, nvidia.com/mig.strategy: mixed}}",
+            "status:\n  allocatable: {nvidia.com/gpu: '1'}",
+        ),
+        node("slices", "{pool: s}", "status:\n  allocatable: {nvidia.com/mig-1g.10gb: '7'}"),
+    )
+    got = {
+        name: (
+            node_facts(model, name)["sharing"],
+            node_facts(model, name)["migStrategy"],
+            node_facts(model, name)["advertises"],
+        )
+        for name in ("mixed", "single", "whole", "slices")
+    }
+    assert got == {
+        "mixed": ("mig", "mixed", ["nvidia.com/mig-*"]),
+        "single": ("mig", "single", ["nvidia.com/gpu"]),
+        "whole": ("exclusive", "none", ["nvidia.com/gpu"]),
+        "slices": ("mig", "mixed", ["nvidia.com/mig-1g.10gb"]),
+    }
+
+
+def test_mig_requests_compare_with_known_slices_only() -> None:
+    """An all-1g.10gb node makes 7 slices of an H100 and 4 of an A100 40GB: a node
+    without status says how many GPUs it has, not how many slices."""
+    toleration = "[{key: nvidia.com/gpu, operator: Exists}]"
+    labels = '{{pool: {0}, sku: {0}, nvidia.com/gpu.count: "1", nvidia.com/mig.config: all-1g.10gb, nvidia.com/mig.strategy: mixed}}'
+    model = model_of(
+        node("declared", labels.format("declared")),
+        node(
+            "live", labels.format("live"), "status:\n  allocatable: {nvidia.com/mig-1g.10gb: '7'}"
+        ),
+        pod("two", "{sku: declared}", toleration, "nvidia.com/mig-1g.10gb", 2),
+        pod("eight", "{sku: live}", toleration, "nvidia.com/mig-1g.10gb", 8),
+        pod("whole", "{sku: declared}", toleration, "nvidia.com/gpu", 2),
+    )
+    workloads = {w.obj.name: w.facts for w in model.workloads}
+    assert workloads["two"]["targets"][0]["perNode"] == {"nvidia.com/mig-1g.10gb": 0}
+    assert workloads["two"]["diagnosis"] == ""
+    assert workloads["eight"]["targets"][0]["perNode"] == {"nvidia.com/mig-1g.10gb": 7}
+    assert workloads["eight"]["diagnosis"] == (
+        "asks for 8 nvidia.com/mig-1g.10gb in one container; the largest node has 7"
+    )
+    # Whole GPUs still compare with the node's GPU count.
+    assert workloads["whole"]["targets"][0]["perNode"] == {"nvidia.com/gpu": 1}
+
+
+def test_pool_layouts_tell_named_mig_configs_apart() -> None:
+    mixed = 'nvidia.com/gpu.present: "true", nvidia.com/mig.strategy: mixed'
+    model = model_of(
+        node("a", f"{{pool: p, {mixed}, nvidia.com/mig.config: five-1g-one-2g}}"),
+        node("b", f"{{pool: p, {mixed}, nvidia.com/mig.config: all-1g.10gb}}"),
+    )
+    [pool] = model.pools
+    assert pool.facts["migProfiles"] == ["1g.10gb"]
+    assert pool.facts["migLayouts"] == ["1g.10gb", "five-1g-one-2g"]

@@ -68,6 +68,13 @@ def test_containers_of_every_type_have_their_own_path() -> None:
         ("nvidia.com/gpu.shared", True),
         ("nvidia.com/mig-1g.10gb", True),
         ("nvidia.com/mig-3g.40gb.shared", True),
+        # The device plugin's MIG names: "mig-" + profile, "+" written ".".
+        ("nvidia.com/mig-1g.24gb-me", True),
+        ("nvidia.com/mig-1g.24gb-me.shared", True),
+        ("nvidia.com/mig-1g.10gb.me", True),
+        ("nvidia.com/mig-2g.48gb.me.all", True),
+        ("nvidia.com/mig-1g.10gb+me", False),  # not a Kubernetes resource name
+        ("nvidia.com/mig-", False),
         ("nvidia.com/gpu-foo", False),
         ("amd.com/gpu", False),
         ("cpu", False),
