@@ -1,16 +1,22 @@
-"""Pod Security facts: what each container effectively runs with, and the pod's volumes.
+"""Pod Security facts: the values the Pod Security Standards read, with their field paths.
 
-Kubernetes resolves some security settings between the pod and the container
-(a container value wins over the pod's); the model does that resolution once so
-rules such as PG303 only compare values. Every container gets ``security``:
+Pod Security admission (``k8s.io/pod-security-admission/policy``, ``check_*.go``)
+reads a few settings that Kubernetes resolves between the pod and the container (a
+container value wins over the pod's), and many that it judges where they are
+written. The model does the resolution and the extraction once, so rules such as
+PG303 only compare values with the allowed ones.
+
+Every container gets ``security``, its effective settings:
 
 * ``allowPrivilegeEscalation``: true unless the container sets it to ``false``
   (the kernel default lets a process gain privileges); ``allowPrivilegeEscalationSet``:
   the container sets it at all;
 * ``runAsNonRoot``: the effective value (false when neither sets it) and
   ``runAsNonRootFrom``: ``container``, ``pod`` or ``""`` (unset);
-* ``seccompProfileType``: the effective ``seccompProfile.type`` (``""`` when unset)
-  and ``seccompProfileFrom`` likewise;
+* ``seccompProfileType``: the effective ``seccompProfile.type`` and
+  ``seccompProfileFrom`` likewise. A ``seccompProfile`` without a type is set (to
+  ``""``), as in ``check_seccompProfile_restricted.go``: only an absent profile is
+  inherited;
 * ``capabilitiesDrop`` / ``capabilitiesAdd``: the container's capability lists.
 
 Every workload gets ``volumes``: each pod volume with ``name``, ``type`` (its
@@ -18,14 +24,38 @@ volume source: ``hostPath``, ``emptyDir``, ...; a volume naming no source is an
 ``emptyDir``, as the API server defaults it), ``path`` (``spec.volumes[2]``),
 ``typePath`` (``spec.volumes[2].hostPath``) and ``hostPath`` (the host
 directory of a hostPath volume, else ``""``).
+
+And ``podSecurity``, what is judged where it is written (lists hold only entries
+that set something, so most are empty):
+
+* ``path``: the pod's ``securityContext`` path;
+* ``windows``: ``spec.os.name`` is ``windows`` (Pod Security exempts such pods from
+  its Linux-only restricted controls); ``userNamespace``: ``spec.hostUsers`` is
+  ``false`` (the pod runs in a user namespace);
+* the pod's own ``runAsNonRootSet`` / ``runAsNonRoot`` and ``seccompProfileSet`` /
+  ``seccompProfileType`` (a bad pod value is rejected even when every container
+  overrides it);
+* ``contexts``: each security context, the pod's then the containers', that sets
+  a field judged per setter: ``owner`` (``the pod``, ``container 'train'``), ``path``,
+  ``runAsUserSet`` / ``runAsUser``, ``procMountSet`` / ``procMount``,
+  ``appArmorProfileSet`` / ``appArmorProfileType``, ``seLinuxType`` /
+  ``seLinuxUser`` / ``seLinuxRole`` (``""`` when unset) and ``hostProcess``;
+* ``sysctls``: each pod sysctl's ``name`` and ``path`` (of the name);
+* ``appArmorAnnotations``: each ``container.apparmor.security.beta.kubernetes.io/*``
+  annotation of the pod (template) with ``key``, ``value`` and ``path``;
+* ``hostPorts``: each container port that sets ``hostPort`` (``owner``, ``hostPort``,
+  ``path``);
+* ``probeHosts``: each probe or lifecycle handler that sets ``httpGet.host`` or
+  ``tcpSocket.host`` (``owner``, ``handler`` such as ``livenessProbe.httpGet``,
+  ``host``, ``path``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
 
-from scanner.inventory import as_mapping, join_path
+from scanner.inventory import as_mapping, is_mapping, join_path
 from scanner.model.workloads import Join, Workload, join_complete
 
 RESTRICTED_VOLUME_TYPES: tuple[str, ...] = (
@@ -34,11 +64,13 @@ RESTRICTED_VOLUME_TYPES: tuple[str, ...] = (
     "downwardAPI",
     "emptyDir",
     "ephemeral",
+    "image",
     "persistentVolumeClaim",
     "projected",
     "secret",
 )
-"""Volume types Pod Security ``restricted`` allows (Kubernetes "Pod Security Standards")."""
+"""Volume types Pod Security ``restricted`` allows (``check_restrictedVolumes.go``;
+``image`` since Kubernetes 1.33, at every policy version)."""
 
 VOLUME_SOURCES: frozenset[str] = frozenset(
     {
@@ -55,7 +87,6 @@ VOLUME_SOURCES: frozenset[str] = frozenset(
         "gitRepo",
         "glusterfs",
         "hostPath",
-        "image",
         "iscsi",
         "nfs",
         "photonPersistentDisk",
@@ -69,20 +100,37 @@ VOLUME_SOURCES: frozenset[str] = frozenset(
 )
 """Every ``corev1.VolumeSource`` field."""
 
+APPARMOR_ANNOTATION_PREFIX: Final = "container.apparmor.security.beta.kubernetes.io/"
+
+PER_SETTER_FIELDS: Final = frozenset(
+    {"runAsUser", "procMount", "appArmorProfile", "seLinuxOptions", "windowsOptions"}
+)
+"""securityContext fields judged per setter (pod and each container), without inheritance."""
+
+PROBES: Final = ("livenessProbe", "readinessProbe", "startupProbe")
+LIFECYCLE_HANDLERS: Final = ("postStart", "preStop")
+HOST_ACTIONS: Final = ("httpGet", "tcpSocket")
+"""Where ``check_hostProbesAndhostLifecycle.go`` looks for a ``host``."""
+_HANDLER_FIELDS: Final = frozenset({*PROBES, "lifecycle"})
+
 
 def attach_pod_security(workloads: Sequence[Workload]) -> Join:
-    """Set ``security`` on every container and ``volumes`` on every workload
-    (``join_complete``)."""
+    """Set ``security`` on every container and ``volumes`` and ``podSecurity`` on every
+    workload (``join_complete``)."""
     return join_complete(workloads, _pod_security)
 
 
 def _pod_security(workload: Workload) -> None:
     facts = workload.facts
     pod_spec = facts["podSpec"]
+    pod_path = facts["podSpecPath"]
     pod_context = as_mapping(pod_spec.get("securityContext"))
     for container in facts["containers"]:
         container["security"] = container_security(container, pod_context)
-    facts["volumes"] = volumes(pod_spec, facts["podSpecPath"])
+    facts["volumes"] = volumes(pod_spec, pod_path)
+    facts["podSecurity"] = pod_security(
+        pod_spec, pod_path, facts["containers"], facts["podAnnotations"]
+    )
 
 
 _NOTHING_SET: dict[str, Any] = {
@@ -111,9 +159,7 @@ def container_security(
         context.get("runAsNonRoot"), pod_context.get("runAsNonRoot"), bool
     )
     seccomp, seccomp_from = _inherited(
-        as_mapping(context.get("seccompProfile")).get("type"),
-        as_mapping(pod_context.get("seccompProfile")).get("type"),
-        str,
+        context.get("seccompProfile"), pod_context.get("seccompProfile"), Mapping
     )
     capabilities = as_mapping(context.get("capabilities"))
     return {
@@ -121,7 +167,7 @@ def container_security(
         "allowPrivilegeEscalationSet": isinstance(escalation, bool),
         "runAsNonRoot": non_root is True,
         "runAsNonRootFrom": non_root_from,
-        "seccompProfileType": seccomp if isinstance(seccomp, str) else "",
+        "seccompProfileType": _text(as_mapping(seccomp).get("type")),
         "seccompProfileFrom": seccomp_from,
         "capabilitiesDrop": _strings(capabilities.get("drop")),
         "capabilitiesAdd": _strings(capabilities.get("add")),
@@ -129,12 +175,155 @@ def container_security(
 
 
 def _inherited(own: object, pod: object, kind: type) -> tuple[Any, str]:
-    """The container's value when it sets one (of ``kind``, non-empty), else the pod's."""
-    if isinstance(own, kind) and own != "":
+    """The container's value when it sets one (of ``kind``), else the pod's."""
+    if isinstance(own, kind):
         return own, "container"
-    if isinstance(pod, kind) and pod != "":
+    if isinstance(pod, kind):
         return pod, "pod"
     return None, ""
+
+
+def pod_security(
+    pod_spec: Mapping[str, Any],
+    pod_path: str,
+    containers: Sequence[Mapping[str, Any]],
+    annotations: Mapping[str, str],
+) -> dict[str, Any]:
+    """``workload.podSecurity`` (see the module docstring)."""
+    context = as_mapping(pod_spec.get("securityContext"))
+    context_path = join_path(pod_path, "securityContext")
+    non_root = context.get("runAsNonRoot")
+    seccomp = context.get("seccompProfile")
+    contexts = [_context(context, context_path, "the pod")] if _judged(context) else []
+    host_ports: list[dict[str, Any]] = []
+    probe_hosts: list[dict[str, Any]] = []
+    for container in containers:
+        # Most containers set none of these: test cheaply before building anything.
+        own = container.get("securityContext")
+        if is_mapping(own) and _judged(own):
+            path = join_path(container["path"], "securityContext")
+            contexts.append(_context(own, path, _owner(container)))
+        if "ports" in container:
+            host_ports.extend(_host_ports(container))
+        if not _HANDLER_FIELDS.isdisjoint(container.keys()):
+            probe_hosts.extend(_probe_hosts(container))
+    return {
+        "path": context_path,
+        "windows": as_mapping(pod_spec.get("os")).get("name") == "windows",
+        "userNamespace": pod_spec.get("hostUsers") is False,
+        "runAsNonRootSet": isinstance(non_root, bool),
+        "runAsNonRoot": non_root is True,
+        "seccompProfileSet": is_mapping(seccomp),
+        "seccompProfileType": _text(as_mapping(seccomp).get("type")),
+        "contexts": contexts,
+        "sysctls": list(_sysctls(context, context_path)) if "sysctls" in context else [],
+        "appArmorAnnotations": [
+            {"key": key, "value": value, "path": _annotation_path(pod_spec, pod_path, key)}
+            for key, value in annotations.items()
+            if key.startswith(APPARMOR_ANNOTATION_PREFIX)
+        ]
+        if annotations
+        else [],
+        "hostPorts": host_ports,
+        "probeHosts": probe_hosts,
+    }
+
+
+def _judged(context: Mapping[str, Any]) -> bool:
+    return not PER_SETTER_FIELDS.isdisjoint(context.keys())
+
+
+def _owner(container: Mapping[str, Any]) -> str:
+    """How messages name a container: ``container 'train'``."""
+    return f"{container['type']} '{container['name']}'"
+
+
+def _context(context: Mapping[str, Any], path: str, owner: str) -> dict[str, Any]:
+    """One security context's fields that Pod Security judges per setter."""
+    run_as_user = context.get("runAsUser")
+    user_set = isinstance(run_as_user, int) and not isinstance(run_as_user, bool)
+    apparmor = context.get("appArmorProfile")
+    selinux = as_mapping(context.get("seLinuxOptions"))
+    return {
+        "owner": owner,
+        "path": path,
+        "runAsUserSet": user_set,
+        "runAsUser": run_as_user if user_set else 0,
+        "procMountSet": isinstance(context.get("procMount"), str),
+        "procMount": _text(context.get("procMount")),
+        "appArmorProfileSet": is_mapping(apparmor),
+        "appArmorProfileType": _text(as_mapping(apparmor).get("type")),
+        "seLinuxType": _text(selinux.get("type")),
+        "seLinuxUser": _text(selinux.get("user")),
+        "seLinuxRole": _text(selinux.get("role")),
+        "hostProcess": as_mapping(context.get("windowsOptions")).get("hostProcess") is True,
+    }
+
+
+def _sysctls(context: Mapping[str, Any], context_path: str) -> Iterator[dict[str, Any]]:
+    items = context.get("sysctls")
+    if not isinstance(items, list):
+        return
+    list_path = join_path(context_path, "sysctls")
+    for index, item in enumerate(items):
+        if is_mapping(item):
+            path = join_path(join_path(list_path, index), "name")
+            yield {"name": _text(item.get("name")), "path": path}
+
+
+def _host_ports(container: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    ports = container.get("ports")
+    if not isinstance(ports, list):
+        return
+    for index, port in enumerate(ports):
+        host_port = as_mapping(port).get("hostPort")
+        if isinstance(host_port, int) and not isinstance(host_port, bool):
+            path = join_path(join_path(container["path"], "ports"), index)
+            yield {
+                "owner": _owner(container),
+                "hostPort": host_port,
+                "path": join_path(path, "hostPort"),
+            }
+
+
+def _probe_hosts(container: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for probe in PROBES:
+        yield from _handler_hosts(container, probe, container.get(probe))
+    lifecycle = container.get("lifecycle")
+    if is_mapping(lifecycle):
+        for name in LIFECYCLE_HANDLERS:
+            yield from _handler_hosts(container, f"lifecycle.{name}", lifecycle.get(name))
+
+
+def _handler_hosts(
+    container: Mapping[str, Any], handler: str, body: object
+) -> Iterator[dict[str, Any]]:
+    if not is_mapping(body):
+        return
+    for action in HOST_ACTIONS:
+        host = as_mapping(body.get(action)).get("host")
+        if isinstance(host, str):
+            yield {
+                "owner": _owner(container),
+                "handler": f"{handler}.{action}",
+                "host": host,
+                "path": f"{container['path']}.{handler}.{action}.host",
+            }
+
+
+def _annotation_path(pod_spec: Mapping[str, Any], pod_path: str, key: str) -> str:
+    """Where the pod (template)'s annotation ``key`` is written: the template's
+    ``metadata`` beside its ``spec``, or (KServe components, whose pod fields are
+    inline) the component's own ``annotations`` or else the object's."""
+    if pod_path == "spec":
+        metadata = "metadata"
+    elif pod_path.endswith(".spec"):
+        metadata = pod_path[: -len("spec")] + "metadata"
+    elif key in as_mapping(pod_spec.get("annotations")):
+        return join_path(join_path(pod_path, "annotations"), key)
+    else:
+        metadata = "metadata"
+    return join_path(join_path(metadata, "annotations"), key)
 
 
 def volumes(pod_spec: Mapping[str, Any], pod_path: str) -> list[dict[str, Any]]:
@@ -161,6 +350,10 @@ def volumes(pod_spec: Mapping[str, Any], pod_path: str) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _strings(value: object) -> list[str]:

@@ -4,7 +4,13 @@ from typing import Any
 
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
-from scanner.model.podsecurity import attach_pod_security, container_security, volumes
+from scanner.model.podsecurity import (
+    RESTRICTED_VOLUME_TYPES,
+    attach_pod_security,
+    container_security,
+    pod_security,
+    volumes,
+)
 from scanner.model.policy import attach_runtime_classes
 from scanner.model.workloads import build_workloads
 
@@ -40,13 +46,17 @@ def test_inherited_and_unset_values() -> None:
         "Localhost",
         "pod",
     )
-    # a seccompProfile without a type, or a string where a bool belongs, counts as unset
+    # a string where a bool belongs counts as unset; a seccompProfile without a type is
+    # set (to no type), so the pod's is not inherited (check_seccompProfile_restricted.go)
     unset = container_security(
-        {"securityContext": {"runAsNonRoot": "true", "seccompProfile": {}}}, {}
+        {"securityContext": {"runAsNonRoot": "true", "seccompProfile": {}}},
+        {"seccompProfile": {"type": "RuntimeDefault"}},
     )
     assert (unset["runAsNonRoot"], unset["runAsNonRootFrom"]) == (False, "")
-    assert (unset["seccompProfileType"], unset["seccompProfileFrom"]) == ("", "")
+    assert (unset["seccompProfileType"], unset["seccompProfileFrom"]) == ("", "container")
     assert unset["allowPrivilegeEscalation"] and not unset["allowPrivilegeEscalationSet"]
+    nothing = container_security({"securityContext": {"seccompProfile": None}}, {})
+    assert (nothing["seccompProfileType"], nothing["seccompProfileFrom"]) == ("", "")
 
 
 def test_volume_types_and_paths() -> None:
@@ -66,6 +76,143 @@ def test_volume_types_and_paths() -> None:
         ("data", "nfs", "spec.template.spec.volumes[2].nfs", ""),
         ("odd", "someFutureSource", "spec.template.spec.volumes[4].someFutureSource", ""),
     ]
+
+
+def test_volume_types_restricted_allows() -> None:
+    # check_restrictedVolumes.go; image volumes since Kubernetes 1.33
+    assert set(RESTRICTED_VOLUME_TYPES) == {
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "image",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+    }
+
+
+def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's containers of a Pod with ``spec`` (path, type and name included)."""
+    [workload] = _workloads(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    )
+    containers: list[dict[str, Any]] = workload.facts["containers"]
+    return containers
+
+
+def test_pod_values_judged_where_they_are_written() -> None:
+    spec: dict[str, Any] = {
+        "os": {"name": "windows"},
+        "hostUsers": False,
+        "securityContext": {
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "seccompProfile": {},
+            "seLinuxOptions": {"type": "spc_t"},
+            "windowsOptions": {"hostProcess": True},
+            "sysctls": [{"name": "kernel.msgmax", "value": "1"}, "odd", {"value": "2"}],
+        },
+        "initContainers": [{"name": "init", "image": "x"}],
+        "containers": [
+            {
+                "name": "app",
+                "image": "x",
+                "securityContext": {
+                    "runAsUser": True,  # not an int: unset
+                    "procMount": "Unmasked",
+                    "appArmorProfile": {"type": "Unconfined"},
+                    "seLinuxOptions": {"user": "system_u", "role": "system_r"},
+                },
+                "ports": [
+                    {"containerPort": 80},
+                    {"containerPort": 53, "hostPort": 53},
+                    {"containerPort": 81, "hostPort": 0},
+                ],
+                "livenessProbe": {"httpGet": {"host": "10.0.0.1", "port": 80}},
+                "readinessProbe": {"tcpSocket": {"port": 80}},
+                "lifecycle": {"preStop": {"tcpSocket": {"host": "", "port": 1}}},
+            }
+        ],
+    }
+    facts = pod_security(spec, "spec", _containers(spec), {})
+    assert (facts["windows"], facts["userNamespace"]) == (True, True)
+    assert (facts["runAsNonRootSet"], facts["runAsNonRoot"]) == (True, False)
+    assert (facts["seccompProfileSet"], facts["seccompProfileType"]) == (True, "")
+    pod, app = facts["contexts"]  # the init container sets no securityContext
+    assert pod == {
+        "owner": "the pod",
+        "path": "spec.securityContext",
+        "runAsUserSet": True,
+        "runAsUser": 0,
+        "procMountSet": False,
+        "procMount": "",
+        "appArmorProfileSet": False,
+        "appArmorProfileType": "",
+        "seLinuxType": "spc_t",
+        "seLinuxUser": "",
+        "seLinuxRole": "",
+        "hostProcess": True,
+    }
+    assert app["owner"] == "container 'app'"
+    assert app["path"] == "spec.containers[0].securityContext"
+    assert (app["runAsUserSet"], app["procMountSet"], app["procMount"]) == (False, True, "Unmasked")
+    assert (app["appArmorProfileSet"], app["appArmorProfileType"]) == (True, "Unconfined")
+    assert (app["seLinuxUser"], app["seLinuxRole"]) == ("system_u", "system_r")
+    assert facts["sysctls"] == [
+        {"name": "kernel.msgmax", "path": "spec.securityContext.sysctls[0].name"},
+        {"name": "", "path": "spec.securityContext.sysctls[2].name"},
+    ]
+    assert facts["hostPorts"] == [
+        {
+            "owner": "container 'app'",
+            "hostPort": 53,
+            "path": "spec.containers[0].ports[1].hostPort",
+        },
+        {"owner": "container 'app'", "hostPort": 0, "path": "spec.containers[0].ports[2].hostPort"},
+    ]
+    assert facts["probeHosts"] == [
+        {
+            "owner": "container 'app'",
+            "handler": "livenessProbe.httpGet",
+            "host": "10.0.0.1",
+            "path": "spec.containers[0].livenessProbe.httpGet.host",
+        },
+        {
+            "owner": "container 'app'",
+            "handler": "lifecycle.preStop.tcpSocket",
+            "host": "",
+            "path": "spec.containers[0].lifecycle.preStop.tcpSocket.host",
+        },
+    ]
+
+
+def test_a_pod_without_settings_has_empty_lists() -> None:
+    facts = pod_security({"containers": [{"name": "c"}]}, "spec", [], {})
+    assert facts["contexts"] == facts["sysctls"] == facts["hostPorts"] == []
+    assert not facts["windows"] and not facts["userNamespace"]
+    assert not facts["runAsNonRootSet"] and not facts["seccompProfileSet"]
+
+
+def test_apparmor_annotations_point_at_the_template_metadata() -> None:
+    key = "container.apparmor.security.beta.kubernetes.io/app"
+    other = {"team": "ml"}
+
+    def paths(pod_spec: dict[str, Any], pod_path: str) -> list[tuple[str, str, str]]:
+        facts = pod_security(pod_spec, pod_path, [], {key: "unconfined", **other})
+        return [(a["key"], a["value"], a["path"]) for a in facts["appArmorAnnotations"]]
+
+    quoted = f"annotations['{key}']"
+    assert paths({}, "spec") == [(key, "unconfined", f"metadata.{quoted}")]
+    assert paths({}, "spec.jobTemplate.spec.template.spec") == [
+        (key, "unconfined", f"spec.jobTemplate.spec.template.metadata.{quoted}")
+    ]
+    # KServe components inline the pod: their own annotations, else the object's
+    assert paths({"annotations": {key: "unconfined"}}, "spec.predictor") == [
+        (key, "unconfined", f"spec.predictor.{quoted}")
+    ]
+    assert paths({}, "spec.predictor") == [(key, "unconfined", f"metadata.{quoted}")]
 
 
 def _workloads(*bodies: dict[str, Any]) -> list[Any]:
