@@ -166,13 +166,13 @@ def test_alias_amplification_is_bounded_by_the_text_length() -> None:
 )
 def test_integers_outside_int64_are_floats_as_in_kubernetes(text: str, value: object) -> None:
     """Found by test_fuzz: cel-python failed (an internal error) on metadata.name: 2**63."""
-    inventory = parse_stream(CONFIGMAP.format(name="n") + f"data:\n  n: {text}\n", "n.yaml")
-    assert inventory.objects[0].body["data"]["n"] == value
+    inventory = parse_stream(CONFIGMAP.format(name="big") + f"data:\n  big: {text}\n", "big.yaml")
+    assert inventory.objects[0].body["data"]["big"] == value
 
 
 def test_nul_characters_are_replaced_so_no_engine_cuts_a_string_short() -> None:
     """Found by test_fuzz: cel-expr-python reads "ab\\0cd" as "ab"; cel-python reads it whole."""
-    text = CONFIGMAP.format(name="n") + textwrap.dedent(
+    text = CONFIGMAP.format(name="nul") + textwrap.dedent(
         """\
         data:
           plain: 'single-quoted \\0 is no escape'
@@ -194,5 +194,5 @@ def test_nul_characters_are_replaced_so_no_engine_cuts_a_string_short() -> None:
 def test_an_integer_just_below_two_to_the_1024_does_not_overflow_a_float() -> None:
     """float(2**1024 - 1) raises OverflowError: such a number stays text."""
     text = str(2**1024 - 1)
-    inventory = parse_stream(CONFIGMAP.format(name="n") + f"data:\n  n: {text}\n", "n.yaml")
-    assert inventory.objects[0].body["data"]["n"] == text
+    inventory = parse_stream(CONFIGMAP.format(name="big") + f"data:\n  big: {text}\n", "big.yaml")
+    assert inventory.objects[0].body["data"]["big"] == text
