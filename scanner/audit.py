@@ -2,20 +2,23 @@
 
 Stages, in order:
 
-1. **Plan** (``plan``): the kinds the enabled rules need. An ``object`` rule needs
-   its ``match.kinds`` (every kind when it names none); any rule over a derived
-   subject (workload, node, pool, namespace, ...) needs the whole model, so every
-   kind in ``scanner.sources.resources`` is listed. Secrets never are.
+1. **Plan** (``plan``): the kinds the enabled rules read (``scanner.reads``: one
+   relation for the plan and for what stops a rule): the kinds each reports on
+   (``match.kinds`` of an object rule, every kind when it names none; the kinds a
+   derived subject is made from), its ``needs``, and the kinds of the model facts its
+   expressions read (``workload.serviceAccount``: ServiceAccounts). Only kinds of
+   ``scanner.sources.resources``; Secrets never.
 2. **Capture** (``capture_live``): discovery, then one paginated list per kind;
    ConfigMaps only in the operator namespaces that exist. A kind the server does
-   not serve is complete with zero objects; a kind that is forbidden (403) or keeps
-   failing is *unavailable*.
+   not serve is complete with zero objects; a kind that is forbidden (403), keeps
+   failing, or answers with something that is not a list is *unavailable*.
 3. **Evaluate** (``evaluate``): the capture becomes an inventory of ``cluster://``
    objects and goes through ``pipeline.evaluate_inventory`` with the audit time as
    ``cluster.now``. Every unavailable kind becomes an error notification naming
-   the rules that could not run on it (exit code 3 when nothing else failed);
-   rules that ``need`` an unavailable kind for their joins do not run at all,
-   so no finding ever rests on data the audit did not have.
+   the rules it stopped (exit code 3 when nothing else failed): a rule that joins
+   the kind does not run at all, an object rule that only matches it does not run
+   on those objects, so no finding ever rests on data the audit did not have, and
+   drift never calls a finding resolved that the audit could not see again.
 
 ``poolgate snapshot`` stops after stage 2 and writes the capture; ``poolgate
 audit --snapshot`` starts at stage 3 with a capture read from a file.
@@ -25,68 +28,39 @@ from __future__ import annotations
 
 import datetime
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from scanner.findings import Level, Notification
-from scanner.kinds import WORKLOAD_KINDS
-from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
+from scanner.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.reporters import Report
 from scanner.rules import Rule
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
-from scanner.sources.resources import RESOURCES, Resource, by_kind
-from scanner.sources.snapshot import Capture, KindKey, Unavailable, kind_label
+from scanner.sources.resources import Resource, by_kind
+from scanner.sources.snapshot import (
+    ANNOTATION_LISTED,
+    Capture,
+    KindKey,
+    Unavailable,
+    kind_label,
+)
 
 MODE = "audit"
 
-_POOL_KINDS = ("Node", "NodePool", "ContainerNodePool", "MachineDeployment")
-_SUBJECT_KINDS: dict[str, tuple[str, ...]] = {
-    "node": _POOL_KINDS,
-    "pool": _POOL_KINDS,
-    "namespace": ("Namespace",),
-    "sharingConfig": ("ConfigMap",),
-    "cluster": tuple(sorted(WORKLOAD_KINDS)),
-}
-"""Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``). The
-``cluster`` subject counts the run's GPU workloads, so a workload kind that cannot be
-read leaves a cluster rule partial (and its finding unverified, never resolved, in
-drift); a cluster rule names the other kinds its facts come from in ``needs``, so it
-does not run at all when one of them cannot be read."""
-
-ALL_KINDS: frozenset[str] = frozenset(resource.kind for resource in RESOURCES)
-
-
-def subject_kinds(rule: Rule) -> frozenset[str]:
-    """The kinds a rule reports on: a 403 on one of them means it did not run there."""
-    subject = rule.doc.subject
-    if subject == "document":
-        return frozenset()
-    if subject == "object":
-        return rule.kinds or ALL_KINDS
-    if subject == "workload":
-        return (rule.kinds & WORKLOAD_KINDS) if rule.kinds else WORKLOAD_KINDS
-    return frozenset(_SUBJECT_KINDS.get(subject, ALL_KINDS))
-
 
 def needed_kinds(rules: Iterable[Rule]) -> frozenset[str]:
-    """Every kind the rules read: their subjects, their ``needs``, and the model's joins."""
-    kinds: set[str] = set()
-    for rule in rules:
-        if rule.builtin:
-            continue
-        kinds |= subject_kinds(rule) | rule.needs
-        if rule.doc.subject != "object":
-            kinds |= ALL_KINDS  # derived facts join across every kind the model knows
-    return frozenset(kinds)
+    """Every kind the rules read (``reads``)."""
+    return frozenset(kind for rule in rules for kind in reads(rule).kinds)
 
 
 def plan(rules: Iterable[Rule]) -> list[Resource]:
-    """The resources to list for ``rules``, in listing order (Namespaces first)."""
+    """The resources to list for ``rules``, in listing order (Namespaces first). A kind
+    outside ``scanner.sources.resources`` is never listed: ``coverage`` names it."""
     return by_kind(needed_kinds(rules))
 
 
@@ -191,58 +165,99 @@ class Coverage:
 
     notifications: tuple[Notification, ...]
     blocked: frozenset[str]
-    """Rules that did not run at all (a kind they ``need`` is unavailable)."""
+    """Rules that did not run at all (a kind they join, ``Reads.joins``, is missing)."""
     unseen: frozenset[tuple[str, str]]
     """(rule id, kind) pairs the audit could not judge: drift must not call them resolved."""
 
 
 def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
-    """Notifications for unavailable kinds, and the rules they stop."""
+    """Notifications for what the capture lacks, and the rules that lack keeps from running.
+
+    A kind a rule ``reads`` (``Reads``) is missing when it was forbidden or failed, when
+    a snapshot taken with other rules enabled did not list it, or when poolgate cannot
+    list it at all (a user rule's kind outside its resource table). A snapshot that does
+    not say what it covers (a ``kubectl`` dump) is taken as it is: the rules run on the
+    kinds it holds, a rule whose ``needs`` it lacks does not run, and earlier findings of
+    a rule that reads a kind it lacks are unverified, never resolved.
+    """
+    active = [rule for rule in rules if not rule.builtin]
+    relation = {rule.id: reads(rule) for rule in active}
+    if capture.listed is None:
+        return _dump_coverage(capture, active, relation)
     notes: list[Notification] = []
     blocked: set[str] = set()
     unseen: set[tuple[str, str]] = set()
     missing: dict[KindKey, list[Unavailable]] = {}
-    cluster_rules = {rule.id for rule in rules if rule.doc.subject == "cluster"}
     for item in capture.unavailable:
         missing.setdefault(item.key, []).append(item)
-    if capture.listed is not None:
-        for resource in plan(rules):
-            if resource.key not in capture.listed and resource.key not in missing:
-                message = "not in the snapshot (it was taken with other rules enabled)"
-                missing[resource.key] = [
-                    Unavailable(resource.group, resource.kind, "not captured", message)
-                ]
+    for resource in plan(rules):
+        if resource.key not in capture.listed and resource.key not in missing:
+            message = "not in the snapshot (it was taken with other rules enabled)"
+            missing[resource.key] = [
+                Unavailable(resource.group, resource.kind, "not captured", message)
+            ]
+    for kind in sorted({kind for r in relation.values() for kind in r.kinds} - ALL_KINDS):
+        missing[("", kind)] = [Unavailable("", kind, "not listable", _UNLISTABLE)]
     for key, items in missing.items():
         _, kind = key
-        stopped = sorted(r.id for r in rules if not r.builtin and kind in r.needs)
+        stopped = sorted(r.id for r in active if kind in relation[r.id].joins)
         partial = sorted(
-            r.id
-            for r in rules
-            if not r.builtin and r.id not in stopped and kind in subject_kinds(r)
+            r.id for r in active if r.id not in stopped and kind in relation[r.id].subjects
         )
         blocked.update(stopped)
-        unseen.update((rule_id, kind) for rule_id in [*stopped, *partial])
-        # A cluster rule's finding is on the cluster, whatever kind hid part of it.
-        unseen.update(
-            (rule_id, CLUSTER_KIND) for rule_id in [*stopped, *partial] if rule_id in cluster_rules
-        )
-        notes.append(Notification(Level.ERROR, _unavailable_message(key, items, stopped, partial)))
-    if capture.listed is None:
-        present = snapshot.kinds_present(capture.objects)
-        kinds_there = {kind for _, kind in present}
-        needing = sorted(
-            r.id for r in rules if not r.builtin and r.needs and not r.needs <= kinds_there
-        )
-        if needing:
-            blocked.update(needing)
-            notes.append(
-                Notification(
-                    Level.NOTE,
-                    "the snapshot does not say which kinds it covers; rules that need kinds "
-                    f"it does not hold did not run: {', '.join(needing)}",
-                )
-            )
+        unseen.update((rule_id, kind) for rule_id in partial)
+        # A kind no enabled rule reads (a snapshot taken with more rules) changes nothing.
+        level = Level.ERROR if stopped or partial else Level.NOTE
+        notes.append(Notification(level, _unavailable_message(key, items, stopped, partial)))
     return Coverage(tuple(notes), frozenset(blocked), frozenset(unseen))
+
+
+_UNLISTABLE = (
+    "poolgate does not list this kind in an audit (it is not in scanner/sources/resources.py); "
+    "check it with `poolgate scan`, audit a `kubectl get -o json` dump that holds it, "
+    "or give the rule `modes: [scan]`"
+)
+
+
+def _dump_coverage(
+    capture: Capture, active: Sequence[Rule], relation: Mapping[str, Reads]
+) -> Coverage:
+    """``coverage`` of a snapshot that does not record what it listed (``listed`` None)."""
+    present = {kind for _, kind in snapshot.kinds_present(capture.objects)}
+    present -= {item.kind for item in capture.unavailable}
+    notes: list[Notification] = []
+    needing = sorted(r.id for r in active if r.needs and not r.needs <= present)
+    if needing:
+        notes.append(
+            Notification(
+                Level.NOTE,
+                "the snapshot does not say which kinds it covers; rules that need kinds "
+                f"it does not hold did not run: {', '.join(needing)}",
+            )
+        )
+    unseen: set[tuple[str, str]] = set()
+    absent: set[str] = set()
+    for rule in active:
+        lacking = relation[rule.id].kinds - present
+        if not lacking or rule.id in needing:
+            continue
+        absent |= lacking
+        if lacking & relation[rule.id].joins:
+            unseen.update((rule.id, kind) for kind in reported_kinds(rule))
+        else:
+            unseen.update((rule.id, kind) for kind in lacking)
+    if absent:
+        names = sorted(absent)
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        notes.append(
+            Notification(
+                Level.NOTE,
+                f"the snapshot does not say which kinds it covers (no {ANNOTATION_LISTED} "
+                f"annotation) and holds no {shown}: taken as unknown, not as none, so "
+                "--compare calls earlier findings of the rules that read them unverified",
+            )
+        )
+    return Coverage(tuple(notes), frozenset(needing), frozenset(unseen))
 
 
 def _unavailable_message(
@@ -257,7 +272,7 @@ def _unavailable_message(
     if partial:
         text += f"; rules that did not run on {key[1]} objects: {', '.join(partial)}"
     if not stopped and not partial:
-        text += "; no enabled rule reports on it, but facts derived from it are missing"
+        text += "; no enabled rule reads it"
     return text
 
 

@@ -34,9 +34,19 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from scanner.errors import PoolgateError
 from scanner.sources import numbers, surrogates
+from scanner.sources.kubeconfig import (
+    ClientLog,
+    check_server,
+    context_name,
+    in_cluster,
+    kubeconfig_files,
+    kubeconfig_from_env,
+    one_line,
+)
+from scanner.sources.kubeconfig import ClusterError as ClusterError
 from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
+from scanner.sources.snapshot import json_type
 
 IN_CLUSTER = "in-cluster"
 """The context name live objects carry when poolgate runs inside the cluster."""
@@ -45,10 +55,6 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _STRIP_MANAGED_FIELDS_EXCEPT = frozenset({"Node"})
 """``metadata.managedFields`` is dropped on read (it is most of an object's size and
 no rule reads it), except on Nodes, where it dates label changes (PG604)."""
-
-
-class ClusterError(PoolgateError):
-    """The cluster cannot be reached or refuses the credentials: nothing can be audited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,7 @@ class Cluster:
         self._group_versions: dict[str, list[str]] = {}
         self._preferred: dict[str, str] = {}
         self._resource_lists: dict[tuple[str, str], dict[str, tuple[str, bool]] | Failure] = {}
+        self._group_failures: dict[str, str] = {}
 
     def close(self) -> None:
         self._client.close()
@@ -143,23 +150,29 @@ class Cluster:
         return {resource: self._served(resource) for resource in resources}
 
     def _load_groups(self) -> None:
-        core = self._fetch_root("/api")
-        self._group_versions[""] = [str(v) for v in core.get("versions", [])]
+        core = self._fetch_root("/api", "versions")
+        self._group_versions[""] = [str(v) for v in core["versions"]]
         self._preferred[""] = "v1"
-        for group in self._fetch_root("/apis").get("groups", []):
+        for group in self._fetch_root("/apis", "groups")["groups"]:
             if not isinstance(group, Mapping) or not isinstance(group.get("name"), str):
                 continue
-            versions = [
-                str(v.get("version")) for v in group.get("versions", []) if isinstance(v, Mapping)
+            name = group["name"]
+            versions = group.get("versions")
+            if not isinstance(versions, list):
+                # Served, at versions it does not say: its kinds cannot be read.
+                self._group_failures[name] = f"/apis lists API group {name} without its versions"
+                continue
+            self._group_versions[name] = [
+                str(v.get("version")) for v in versions if isinstance(v, Mapping)
             ]
-            self._group_versions[group["name"]] = versions
             preferred = group.get("preferredVersion")
             if isinstance(preferred, Mapping) and isinstance(preferred.get("version"), str):
-                self._preferred[group["name"]] = preferred["version"]
+                self._preferred[name] = preferred["version"]
 
-    def _fetch_root(self, path: str) -> dict[str, Any]:
+    def _fetch_root(self, path: str, field: str) -> dict[str, Any]:
+        """``/api`` or ``/apis``, which must hold the list ``field``."""
         try:
-            return self._get(path)
+            return self._get(path, shape=_holding_list(field))
         except _RequestFailed as error:
             raise ClusterError(
                 f"cannot read API discovery ({path}) from {self.host} "
@@ -168,20 +181,37 @@ class Cluster:
             ) from None
 
     def _served(self, resource: Resource) -> Served | Failure:
-        served_versions = self._group_versions.get(resource.group)
+        group = resource.group
+        if group in self._group_failures:
+            return Failure("failed", f"discovery: {self._group_failures[group]}")
+        served_versions = self._group_versions.get(group)
         if not served_versions:
-            return Failure("absent", f"API group {resource.group or 'core'} is not served")
-        preferred = self._preferred.get(resource.group)
-        candidates = [v for v in resource.versions if v == preferred]
+            return Failure("absent", f"API group {group or 'core'} is not served")
+        preferred = self._preferred.get(group)
+        candidates = [v for v in resource.versions if v == preferred and v in served_versions]
         candidates += [v for v in resource.versions if v != preferred and v in served_versions]
         for version in candidates:
-            listing = self._resource_list(resource.group, version)
+            listing = self._resource_list(group, version)
             if isinstance(listing, Failure):
                 return listing
             entry = listing.get(resource.kind)
             if entry is not None:
                 return Served(resource, version, entry[0], entry[1])
-        return Failure("absent", f"{resource.kind} is not served by {resource.group or 'core'}")
+        # Served at a version poolgate does not know (resource.k8s.io only at v1alpha3 on
+        # Kubernetes 1.31)? Then its objects exist but cannot be read: say so.
+        elsewhere = [
+            version
+            for version in served_versions
+            if version not in resource.versions
+            and resource.kind in _kinds(self._resource_list(group, version))
+        ]
+        if elsewhere:
+            return Failure(
+                "unsupported version",
+                f"{group} serves {resource.kind} at {', '.join(elsewhere)} only; "
+                f"poolgate reads it at {', '.join(resource.versions)}",
+            )
+        return Failure("absent", f"{resource.kind} is not served by {group or 'core'}")
 
     def _resource_list(self, group: str, version: str) -> dict[str, tuple[str, bool]] | Failure:
         """Kind -> (plural, namespaced) of one group-version, from its discovery document."""
@@ -189,14 +219,14 @@ class Cluster:
         if key not in self._resource_lists:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
             try:
-                document = self._get(path)
+                document = self._get(path, shape=_holding_list("resources"))
             except _RequestFailed as error:
                 self._resource_lists[key] = Failure(
                     "failed", f"discovery of {path}: {error.failure.message}"
                 )
             else:
                 kinds: dict[str, tuple[str, bool]] = {}
-                for entry in document.get("resources", []):
+                for entry in document["resources"]:
                     if not isinstance(entry, Mapping):
                         continue
                     name, kind = entry.get("name"), entry.get("kind")
@@ -238,16 +268,15 @@ class Cluster:
     ) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         token = ""
+        seen: set[str] = set()
         path = _list_path(served, namespace)
         strip = served.resource.kind not in _STRIP_MANAGED_FIELDS_EXCEPT
         while True:
             query: list[tuple[str, str | int]] = [("limit", self._settings.page_size)]
             if token:
                 query.append(("continue", token))
-            page = self._get(path, query, expiring=bool(token))
-            for item in page.get("items") or []:
-                if not isinstance(item, dict):
-                    continue
+            page = self._get(path, query, expiring=bool(token), shape=_a_list)
+            for item in page["items"]:
                 # List items of built-in kinds come without their own apiVersion and kind.
                 item["apiVersion"] = served.api_version
                 item["kind"] = served.resource.kind
@@ -261,13 +290,33 @@ class Cluster:
             token = metadata.get("continue", "") if isinstance(metadata, Mapping) else ""
             if not isinstance(token, str) or not token:
                 return items
+            if token in seen:
+                # A server (or a proxy in front of it) that hands back a token it already
+                # gave would page forever: the list cannot be read to its end.
+                raise _RequestFailed(
+                    Failure(
+                        "failed",
+                        f"the server repeated a continue token after {len(items):,} objects: "
+                        "the list never ends",
+                    )
+                )
+            seen.add(token)
 
     # -- one request, with retries ---------------------------------------------------
 
     def _get(
-        self, path: str, query: Sequence[tuple[str, str | int]] = (), *, expiring: bool = False
+        self,
+        path: str,
+        query: Sequence[tuple[str, str | int]] = (),
+        *,
+        expiring: bool = False,
+        shape: Callable[[Mapping[str, Any]], str] | None = None,
     ) -> dict[str, Any]:
-        """One GET, retried on 429/5xx/timeouts; the decoded JSON body."""
+        """One GET, retried on 429/5xx/timeouts; the decoded JSON body.
+
+        ``shape`` says what is wrong with a decoded body ("" when nothing is): a 2xx
+        answer of the wrong shape (a ``Status`` where a list belongs) is a definite
+        answer, not retried, and the request fails."""
         import urllib3
 
         settings = self._settings
@@ -279,7 +328,11 @@ class Cluster:
                     self._client, path, query, (settings.connect_timeout, settings.request_timeout)
                 )
                 if 200 <= status < 300:
-                    return _decode(data)
+                    body = _decode(data)
+                    wrong = shape(body) if shape is not None else ""
+                    if wrong:
+                        raise _RequestFailed(Failure("failed", f"200 OK, but {wrong}"))
+                    return body
                 message = _status_message(status, data)
                 if status == 410 and expiring:
                     raise _Expired()
@@ -308,6 +361,43 @@ class Cluster:
         raise _RequestFailed(
             Failure("failed", f"{last} (gave up after {settings.retry.attempts} attempts)")
         )
+
+
+def _a_list(body: Mapping[str, Any]) -> str:
+    """What is wrong with a list answer: it must hold ``items``, a list of objects.
+
+    kube-apiserver sends ``"items": []`` for an empty list (``meta.SetList`` makes a
+    non-nil slice; CRDs and aggregated APIs built on apimachinery do the same), so
+    ``null``, a missing ``items`` or a ``Status`` object is a broken answer, never "none".
+    """
+    items = body.get("items")
+    if body.get("kind") == "Status":
+        detail = body.get("message") or body.get("status") or ""
+        return f"the answer is a Status, not a list{f' ({detail})' if detail else ''}"
+    if not isinstance(items, list):
+        what = "missing" if "items" not in body else f"{json_type(items)}, not a list"
+        return f"the answer is not a list: items is {what}"
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"the answer is not a list of objects: item {index} is {json_type(item)}"
+    return ""
+
+
+def _holding_list(field: str) -> Callable[[Mapping[str, Any]], str]:
+    """What is wrong with a discovery document: it must hold the list ``field``."""
+
+    def check(body: Mapping[str, Any]) -> str:
+        value = body.get(field)
+        if isinstance(value, list):
+            return ""
+        what = "missing" if field not in body else f"{json_type(value)}, not a list"
+        return f"the discovery document's {field} is {what}"
+
+    return check
+
+
+def _kinds(listing: Mapping[str, tuple[str, bool]] | Failure) -> Mapping[str, tuple[str, bool]]:
+    return {} if isinstance(listing, Failure) else listing
 
 
 class _TransportFailed(Exception):
@@ -459,7 +549,11 @@ def connect(target: Target, settings: Settings) -> Cluster:
     """A ``Cluster`` for ``target``; ``ClusterError`` when the configuration is unusable.
 
     Search order, as ``kubectl`` does it: ``--kubeconfig``, then ``KUBECONFIG``, then
-    the in-cluster service account (inside a pod), then ``~/.kube/config``.
+    the in-cluster service account (inside a pod), then ``~/.kube/config``. ``KUBECONFIG``
+    may list several files (``:``-separated, ``;`` on Windows); as client-go does, the
+    ones that do not exist are skipped and an empty one adds nothing. Every file is
+    read and checked here first, so a broken one is one error line, never a traceback
+    from the client.
     """
     from kubernetes import client
     from kubernetes import config as kube_config
@@ -467,68 +561,43 @@ def connect(target: Target, settings: Settings) -> Cluster:
 
     config: Any = kube_config  # an untyped package
     configuration = client.Configuration()
-    path = target.kubeconfig or _kubeconfig_from_env()
+    explicit = target.kubeconfig
+    listed = None if explicit else kubeconfig_from_env()
+    log = ClientLog()
+    context = target.context or "current"
     try:
-        if path is None and _in_cluster() and not target.context:
+        if explicit is None and listed is None and in_cluster() and not target.context:
             config.load_incluster_config(client_configuration=configuration)
             context = IN_CLUSTER
         else:
-            path = path or os.path.expanduser("~/.kube/config")
-            if not os.path.exists(path.split(os.pathsep)[0]):
-                raise ClusterError(
-                    f"kubeconfig {path} does not exist",
-                    hint="pass --kubeconfig, set KUBECONFIG, or run inside the cluster",
+            files = kubeconfig_files(explicit, listed)
+            path = os.pathsep.join(name for name, _ in files)
+            context = context_name(path, files, target.context)
+            with log.attached():
+                config.load_kube_config(
+                    config_file=path,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
                 )
-            context = _context_name(path, target.context)
-            config.load_kube_config(
-                config_file=path,
-                context=target.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
     except ConfigException as error:
         raise ClusterError(
-            f"kubeconfig: {error}", hint="check --kubeconfig and --context"
+            f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"
         ) from None
-    if not configuration.verify_ssl:
-        # insecure-skip-tls-verify in the kubeconfig: said out loud, not silently accepted.
+    except OSError as error:  # a file the kubeconfig names (tokenFile, a certificate)
         raise ClusterError(
-            f"context {context} disables TLS verification (insecure-skip-tls-verify)",
-            hint="give the cluster's certificate-authority in the kubeconfig",
+            f"context {context}: cannot read {error.filename}: {error.strerror or error}",
+            hint="check the file paths in the kubeconfig",
+        ) from None
+    if log.messages:
+        # The client logs a failing exec credential plugin (aws, gcloud, kubelogin) and
+        # goes on without credentials; the API server would then answer 401.
+        raise ClusterError(
+            f"context {context}: the exec credential plugin failed: {one_line(log.messages[0])}",
+            hint="check users[].user.exec in the kubeconfig, that the command is installed, "
+            "and log in with it (aws sso login, gcloud auth login, ...)",
         )
+    check_server(context, configuration)
     # poolgate owns retries (bounded, with backoff); urllib3's own would multiply timeouts.
     configuration.retries = False
     return Cluster(client.ApiClient(configuration), context, configuration.host, settings)
-
-
-def _kubeconfig_from_env() -> str | None:
-    value = os.environ.get("KUBECONFIG", "")
-    return value or None
-
-
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token"
-    )
-
-
-def _context_name(path: str, wanted: str | None) -> str:
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-
-    try:
-        config: Any = kube_config  # an untyped package
-        contexts, active = config.list_kube_config_contexts(config_file=path)
-    except ConfigException as error:
-        raise ClusterError(f"kubeconfig {path}: {error}") from None
-    names = [str(entry.get("name")) for entry in contexts or []]
-    if wanted:
-        if wanted not in names:
-            raise ClusterError(
-                f"kubeconfig {path} has no context {wanted!r}",
-                hint=f"contexts: {', '.join(names) or 'none'}",
-            )
-        return wanted
-    if not active:
-        raise ClusterError(f"kubeconfig {path} has no current context", hint="pass --context")
-    return str(active.get("name"))

@@ -15,8 +15,16 @@ poolgate records what it knows about the capture in the List's
 
 Any other ``List`` works too (``kubectl get nodes,pods -A -o yaml``, or a
 ``PodList`` straight from the API, whose items lack ``kind``): without the
-annotations the context is ``--context`` (or ``snapshot``), the audit time is now,
-and the kinds present are taken as everything there is.
+annotations the context is ``--context`` (or ``snapshot``) and the audit time is now.
+Such a file does not say what was listed, so the audit takes the objects of each kind
+it holds as all there are, and a kind it does not hold as unknown, never as none
+(``scanner.audit.coverage``: a rule that ``needs`` it does not run, and ``--compare``
+calls earlier findings of the rules that read it unverified, not resolved).
+
+A file with no List and no object (empty: what a failed ``kubectl get ... > FILE``
+leaves), or whose top level holds anything else (``42``, ``null``, an object without
+``kind``, a List whose ``items`` is not a list) is a usage error: an audit of it would
+say "clean" about a cluster it never saw.
 
 Objects become inventory objects with ``cluster://<context>/<namespace>/<Kind>/<name>``
 URIs (source type ``cluster``) and no line map, exactly like live objects, so an
@@ -230,14 +238,31 @@ def read(path: str, context: str | None = None) -> Capture:
 def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
     objects: list[dict[str, Any]] = []
     annotations: dict[str, Any] = {}
-    for document in documents:
-        if isinstance(document, Mapping) and isinstance(document.get("items"), list):
+    if not documents:
+        # What `kubectl get ... -o json > FILE` leaves when kubectl fails.
+        raise UsageError(
+            f"--snapshot {path}: empty: no List and no objects to audit",
+            hint="write one with `poolgate snapshot -o FILE` or `kubectl get ... -o json`",
+        )
+    for number, document in enumerate(documents, 1):
+        kind = document.get("kind") if isinstance(document, dict) else None
+        if isinstance(document, dict) and isinstance(document.get("items"), list):
             meta = document.get("metadata")
             if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping):
                 annotations.update(meta["annotations"])
             objects.extend(_list_items(document))
-        elif isinstance(document, dict):
+        elif isinstance(document, dict) and isinstance(kind, str) and kind.endswith("List"):
+            items = document.get("items")
+            what = "missing" if "items" not in document else f"{json_type(items)}, not a list"
+            raise UsageError(f"--snapshot {path}: {kind} (entry {number}): its items is {what}")
+        elif isinstance(document, dict) and isinstance(kind, str) and kind:
             objects.append(document)
+        else:
+            what = "an object without kind" if isinstance(document, dict) else json_type(document)
+            raise UsageError(
+                f"--snapshot {path}: entry {number} is {what}, not a Kubernetes List or object",
+                hint="give a `poolgate snapshot` file or a `kubectl get -o json|yaml` dump",
+            )
     recorded = annotations.get(ANNOTATION_CONTEXT)
     name = context or (recorded if isinstance(recorded, str) and recorded else DEFAULT_CONTEXT)
     capture = Capture(name, _captured_at(path, annotations), objects)
@@ -246,6 +271,19 @@ def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
         capture.listed = frozenset(parse_kind_label(x) for x in listed.split(",") if x.strip())
     capture.unavailable = _unavailable(path, annotations.get(ANNOTATION_UNAVAILABLE))
     return capture
+
+
+def json_type(value: object) -> str:
+    """How a JSON value is named in messages (``null``, ``a string``, ``an object``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _parse(path: str, text: str) -> list[Any]:

@@ -33,7 +33,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -266,6 +266,12 @@ class Behaviour:
     """Label (or ``discovery``) -> faults to serve, first to last, before normal answers."""
     expire_continue: set[str] = field(default_factory=set)
     """Labels whose first continue request answers 410 Gone (then normally)."""
+    replies: dict[str, Callable[[dict[str, list[str]]], tuple[int, bytes] | None]] = field(
+        default_factory=dict
+    )
+    """Path -> function of the query giving (status, raw body) to answer instead of the
+    server's own (None: answer normally), for answers kube-apiserver never gives (a
+    ``Status`` with 200, ``"items": null``, a continue token that repeats)."""
 
 
 class ApiServer:
@@ -508,12 +514,25 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             parsed = urlsplit(self.path)
             query = parse_qs(parsed.query)
-            bearer = self.headers.get("Authorization", "") == f"Bearer {server.token}"
+            # RFC 6750 (and RFC 7235): the scheme is case-insensitive; the in-cluster
+            # loader of the kubernetes client sends "bearer".
+            scheme, _, credential = self.headers.get("Authorization", "").partition(" ")
+            bearer = scheme.lower() == "bearer" and credential == server.token
             certificate = bool(self.connection.getpeercert())  # type: ignore[attr-defined]
-            status, headers, body, delay = server.answer(parsed.path, query, bearer or certificate)
-            if delay:
-                time.sleep(delay)
-            data = json.dumps(body).encode()
+            reply = server.behaviour.replies.get(parsed.path)
+            replaced = reply(query) if reply is not None else None
+            if replaced is not None and (bearer or certificate):
+                with server._lock:
+                    server.requests.append(("GET", parsed.path, query))
+                status, data = replaced
+                headers: Mapping[str, str] = {}
+            else:
+                status, headers, body, delay = server.answer(
+                    parsed.path, query, bearer or certificate
+                )
+                if delay:
+                    time.sleep(delay)
+                data = json.dumps(body).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -17,6 +17,7 @@ from scanner.config import Config, Require
 from scanner.findings import Finding
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
+from scanner.reads import reads
 from scanner.reporters import Report, writer_for
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, Unavailable
@@ -177,17 +178,17 @@ def test_forbidden_policies_stop_the_rule_with_a_notification() -> None:
     assert "did not run on ValidatingAdmissionPolicy objects" not in note.message
 
 
-def test_forbidden_pods_leave_pg605_unverified_not_resolved() -> None:
-    """The GPU workloads PG605 counts may be the pods it could not list: last night's
-    finding must not turn into "resolved" in drift."""
+def test_forbidden_pods_stop_pg605_and_leave_it_unverified_not_resolved() -> None:
+    """The GPU workloads PG605 counts may be the pods it could not list: it does not run,
+    and last night's finding must not turn into "resolved" in drift."""
     denied = Unavailable("", "Pod", "forbidden", "403 Forbidden")
     report, covered = run(listed=EVERY_KIND - {denied.key}, unavailable=(denied,))
     assert pg605(report) == []
     [note] = report.notifications
     assert note.message.startswith("cannot list Pod: forbidden")
-    assert "PG605" in note.message.split("rules that did not run on Pod objects: ")[1]
-    assert ("PG605", "Cluster") in covered.unseen
-    checked = drift.checker({"PG605"}, covered.unseen)
+    assert "PG605" in note.message.split("rules that did not run: ")[1].split(";")[0]
+    assert "PG605" in covered.blocked
+    checked = drift.checker({"PG605"} - covered.blocked, covered.unseen)
     assert not checked("PG605", "Cluster")
 
 
@@ -210,8 +211,9 @@ def test_the_audit_lists_the_admission_kinds_for_pg605() -> None:
         ("", "Pod"),
         ("apps", "Deployment"),
     } <= planned
-    # The GPU workloads it counts: a 403 on one of them leaves it partial, not blocked.
-    assert audit.subject_kinds(rules[0]) == WORKLOAD_KINDS
+    # The GPU workloads it counts are joins: a 403 on one of them stops it.
+    assert reads(rules[0]).subjects == frozenset()
+    assert reads(rules[0]).joins >= WORKLOAD_KINDS
 
 
 def test_pg605_does_not_run_in_scan() -> None:

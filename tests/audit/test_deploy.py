@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from scanner import audit
-from scanner.kinds import WORKLOAD_TABLE
+from scanner.kinds import RESOURCE_CLAIM_KINDS, WORKLOAD_KINDS, WORKLOAD_TABLE
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.sources.resources import RESOURCES
 
-from .conftest import ROOT, cli
+from .apiserver import ApiServer, Pki, write_kubeconfig
+from .conftest import CONTEXT, ROOT, TOKEN, cli, objects
+
+DRA_KINDS = RESOURCE_CLAIM_KINDS | {"DeviceClass"}
 
 DEPLOY = ROOT / "deploy"
 
@@ -85,7 +92,7 @@ def test_cronjob_runs_the_audit_as_a_dedicated_non_root_identity() -> None:
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     script = container["args"][0]
     assert "poolgate audit --fail-on never" in script
-    assert "--compare previous.json" in script
+    assert "--compare latest.json" in script
     [binding] = of_kind("ClusterRoleBinding")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "poolgate"}
@@ -119,10 +126,19 @@ def test_plan_follows_the_rules() -> None:
         ("nvidia.com", "ClusterPolicy"),
         ("kyverno.io", "ClusterPolicy"),  # same kind name; the rule's condition tells them apart
     }
-    # Any rule over derived facts needs the whole model: every kind, Namespaces first.
-    everything = audit.plan([rules["PG301"]])
-    assert len(everything) == len(RESOURCES)
-    assert everything[0].kind == "Namespace"
+    # A rule over derived facts: its subjects and the kinds of the facts it reads.
+    privileged = audit.plan([rules["PG301"]])  # workload.containers, workload.namespace
+    assert {r.kind for r in privileged} == WORKLOAD_KINDS
+    identity = {r.kind for r in audit.plan([rules["PG402"]])}  # workload.serviceAccount
+    assert identity == WORKLOAD_KINDS | {"ServiceAccount"} | DRA_KINDS
+    default_deny = audit.plan([rules["PG305"]])  # ns.defaultDeny, ns.gpuWorkloads
+    assert {r.kind for r in default_deny} == WORKLOAD_KINDS | DRA_KINDS | {
+        "Namespace",
+        "NetworkPolicy",
+    }
+    assert default_deny[0].kind == "Namespace"  # listed first
+    # The bundled rules together read every kind the table has.
+    assert len(audit.plan(rules.values())) == len(RESOURCES)
 
 
 def test_audit_only_rules_do_not_run_in_scan() -> None:
@@ -137,3 +153,46 @@ def test_rules_test_runs_audit_only_rules() -> None:
     result = cli("rules", "test", str(fixtures), "-v")
     for rule_id in ("PG602", "PG603", "PG604"):
         assert f"ok   {rule_id} {fixtures}/{rule_id}/fire" in result.stdout
+
+
+def test_the_nightly_script_keeps_drift_across_a_night_that_did_not_run(
+    pki: Pki, tmp_path: Path
+) -> None:
+    """deploy/cronjob.yaml's own script, three nights in a row: the audit runs, then
+    cannot (exit 2: no kubeconfig), then runs again and still compares with the first.
+    No cluster is available here: the script runs against the test API server
+    (tests/audit/apiserver.py), through a real kubeconfig, as it would in the pod."""
+    [cronjob] = of_kind("CronJob")
+    script = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    body = script["args"][0].replace("cd /reports", f"cd {reports}")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "poolgate"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m scanner "$@"\n')
+    wrapper.chmod(0o755)
+
+    def night(kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+        env = {
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(tmp_path),
+            "KUBECONFIG": str(kubeconfig),
+        }
+        return subprocess.run(
+            ["/bin/sh", "-c", body], env=env, capture_output=True, text=True, timeout=300
+        )
+
+    with ApiServer(objects("lab"), pki, TOKEN) as server:
+        config = write_kubeconfig(tmp_path / "kc", server.url, pki.ca, CONTEXT, token=TOKEN)
+        assert night(config).returncode == 0
+        first = json.loads((reports / "latest.json").read_text())
+        down = night(tmp_path / "no-such-kubeconfig")
+        assert down.returncode == 2, down.stderr
+        assert json.loads((reports / "latest.json").read_text()) == first
+        assert not (reports / "latest.json.new").exists()
+        third = night(config)
+    assert third.returncode == 0, third.stderr
+    drift = json.loads((reports / "latest.json").read_text())["drift"]
+    assert drift["counts"]["unchanged"] == len(first["findings"]) > 0

@@ -175,10 +175,15 @@ def test_forbidden_kind_is_named_with_the_rules_that_did_not_run(pki: Pki, tmp_p
     assert note["level"] == "error"
     message = note["message"]
     assert message.startswith("cannot list Pod: forbidden: 403 Forbidden: pods is forbidden: ")
-    # Rules over workloads and Pod objects could not run on Pods; each is named.
+    # Rules that judge each workload or Pod on its own facts did not run on Pods; rules
+    # whose facts gather Pods (pool tenants, a namespace's GPU workloads, the pools a
+    # Pending pod could go to) did not run at all. Each is named once.
+    stopped = message.split("; rules that did not run: ")[1].split(";")[0].split(", ")
     named = message.split("rules that did not run on Pod objects: ")[1].split(", ")
-    assert {"PG301", "PG302", "PG501", "PG602", "PG603"} <= set(named)
-    assert "PG604" not in named  # reads Nodes only
+    assert {"PG301", "PG302", "PG501", "PG602"} <= set(named)
+    assert {"PG201", "PG304", "PG305", "PG603", "PG605"} <= set(stopped)
+    assert not set(stopped) & set(named)
+    assert "PG604" not in named + stopped  # reads Nodes only
     assert text.returncode == 3
     assert "poolgate: error: cannot list Pod: forbidden" in text.stdout
 

@@ -189,3 +189,71 @@ def test_bad_capture_annotations_are_reported(tmp_path: Path) -> None:
     dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
     with pytest.raises(UsageError, match="captured-at is not an RFC 3339 time"):
         snapshot.read(str(dump))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty: no List and no objects to audit"),  # a failed `kubectl get > dump`
+        ("\n---\n", "empty: no List and no objects to audit"),
+        ("[]", "empty: no List and no objects to audit"),
+        ("42", "entry 1 is a number, not a Kubernetes List or object"),
+        ("null", "entry 1 is null, not a Kubernetes List or object"),
+        ('"pods"', "entry 1 is a string, not a Kubernetes List or object"),
+        ("{}", "entry 1 is an object without kind, not a Kubernetes List or object"),
+        ('{"kind": "List", "items": null}', "List (entry 1): its items is null, not a list"),
+        ('{"kind": "PodList", "apiVersion": "v1"}', "PodList (entry 1): its items is missing"),
+    ],
+)
+def test_a_snapshot_that_holds_nothing_to_audit_is_a_usage_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """Auditing it would report "clean" about a cluster it never saw (exit 0): the
+    audit is a usage error instead (exit 2, one line)."""
+    from .conftest import cli
+
+    dump = tmp_path / "dump.json"
+    dump.write_text(text)
+    with pytest.raises(UsageError) as raised:
+        snapshot.read(str(dump))
+    assert f"--snapshot {dump}: {message}" in str(raised.value)
+    result = cli("audit", "--snapshot", str(dump))
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"poolgate: error: --snapshot {dump}: {message}")
+
+
+def test_a_kubectl_dump_of_some_kinds_never_resolves_findings_on_others(tmp_path: Path) -> None:
+    """Last night's audit of the lab; tonight a `kubectl get nodes,namespaces -o json` dump.
+    It says nothing about Pods or Deployments: their findings are unverified, not
+    resolved. A finding on a kind the dump holds, of a rule that reads nothing it lacks
+    but its own subjects, can still be resolved."""
+    from .conftest import CONTEXT, cli, objects
+
+    lab = [body for body in objects("lab") if body["kind"] != "Secret"]
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": lab}))
+    last_night = tmp_path / "last.json"
+    args = ("--context", CONTEXT, "--format", "json")
+    cli("audit", "--snapshot", str(full), *args, "-o", str(last_night))
+    before = json.loads(last_night.read_text())["findings"]
+    assert {"Pod", "Deployment"} <= {f["object"]["kind"] for f in before}
+
+    some = tmp_path / "some.json"
+    kept = [body for body in lab if body["kind"] in ("Node", "Namespace")]
+    some.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": kept}))
+    result = cli("audit", "--snapshot", str(some), *args, "--compare", str(last_night))
+    document = json.loads(result.stdout)
+    drift = document["drift"]
+    assert drift["resolved"] == []
+    assert {"Pod", "Deployment"} <= {f["object"]["kind"] for f in drift["unverified"]}
+    notes = [n["message"] for n in document["notifications"]]
+    assert any("holds no " in n and "taken as unknown, not as none" in n for n in notes)
+
+    # The debug shell is gone from a dump that has every kind PG301 judges workloads by.
+    fixed = tmp_path / "fixed.json"
+    tonight = [body for body in lab if body["metadata"]["name"] != "debug-shell"]
+    fixed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": tonight}))
+    result = cli("audit", "--snapshot", str(fixed), *args, "--compare", str(last_night))
+    resolved = json.loads(result.stdout)["drift"]["resolved"]
+    assert ("PG301", "debug-shell") in {(f["ruleId"], f["object"]["name"]) for f in resolved}

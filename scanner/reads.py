@@ -1,0 +1,233 @@
+"""Which kinds a rule reads in an audit: one relation for what the audit lists
+(``scanner.audit.plan``) and for what stops a rule when it cannot be read
+(``scanner.audit.coverage``), so the two never disagree.
+
+A rule reads the kinds it reports on (its *subjects*: ``match.kinds`` of an object
+rule, the kinds a derived subject is made from) and the kinds its verdicts are
+*joined* from: those its ``needs`` name, and those the model facts its expressions
+read come from. ``FACTS`` says where each fact of the model comes from
+(scanner/model/__init__.py, ``build_model``); a rule's expressions are read for the
+facts they name (as scanner/deferral.py reads them for ``workload``), and anything this
+reading cannot tell (a variable used whole, a field the table does not know, a string
+it cannot empty) counts as everything the variable may depend on.
+tests/audit/test_reads.py checks the table against the model: a rule that still runs
+without a kind must judge the other kinds' objects exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scanner.guards import strip_strings
+from scanner.kinds import WORKLOAD_KINDS
+from scanner.model.cluster import KIND as CLUSTER_KIND
+from scanner.rules import Rule
+from scanner.sources.resources import RESOURCES
+
+ALL_KINDS: frozenset[str] = frozenset(resource.kind for resource in RESOURCES)
+
+_POOL_KINDS = frozenset({"Node", "NodePool", "ContainerNodePool", "MachineDeployment"})
+_SUBJECT_KINDS: dict[str, frozenset[str]] = {
+    "node": _POOL_KINDS,
+    "pool": _POOL_KINDS,
+    "namespace": frozenset({"Namespace"}),
+    "sharingConfig": frozenset({"ConfigMap"}),
+    "cluster": frozenset(),  # made up by the model (scanner.model.cluster): only joins
+}
+"""Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``)."""
+
+# Where the model's facts come from (scanner/model/__init__.py, build_model). Each set
+# is what a fact's value may depend on; a rule reads the union over the facts it names.
+_DRA = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+_GPU_WORKLOADS = WORKLOAD_KINDS | _DRA
+"""Which workloads exist and use GPUs (DRA claims count), and which are controlled."""
+_DEVICE_PLUGIN = frozenset({"ClusterPolicy", "ConfigMap"})
+"""The GPU Operator's ClusterPolicy and the device-plugin ConfigMaps it names."""
+_NODE_FACTS = _POOL_KINDS | _DEVICE_PLUGIN | {"EC2NodeClass"}
+_TENANTS = _NODE_FACTS | _GPU_WORKLOADS | {"Namespace"}
+"""Pools with their tenants: which workloads (of which trust domain) they admit."""
+_SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
+_RBAC = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"})
+_ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
+_NONE: frozenset[str] = frozenset()
+
+
+def _each(names: str, kinds: frozenset[str]) -> dict[str, frozenset[str]]:
+    return dict.fromkeys(names.split(), kinds)
+
+
+_NS_FIELDS: dict[str, frozenset[str]] = {
+    **_each("name operator system platform", _NONE),
+    **_each("known labels trustDomain pssEnforce signatureOptIn", frozenset({"Namespace"})),
+    **_each(
+        "networkPolicies netpolsKnown defaultDeny defaultDenyIngress defaultDenyEgress",
+        frozenset({"NetworkPolicy"}),
+    ),
+    "gpuWorkloads": _GPU_WORKLOADS,
+}
+_NS_WHOLE = _GPU_WORKLOADS | {"Namespace", "NetworkPolicy"}
+
+FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
+    "workload": (
+        ALL_KINDS,
+        {
+            # From the object and its pod template alone (scanner.model.workloads,
+            # scanner.model.podsecurity); a container's ``signature``: _CONTAINER_SIGNATURE.
+            **_each(
+                "apiVersion kind name namespace namespaceSet template podSpec podSpecPath "
+                "pending podLabels podAnnotations containers gpuResources runtimeClassName "
+                "serviceAccountName selectedLabels tolerations volumes podSecurity",
+                _NONE,
+            ),
+            **_each("gpu gpuViaDra draClaims", _DRA),
+            **_each("controlled controller", WORKLOAD_KINDS),
+            "ns": _NS_WHOLE,
+            "trustDomain": frozenset({"Namespace"}),
+            "poolsKnown": _POOL_KINDS,
+            **_each("runningNode runningShared targets diagnosis", _TENANTS),
+            "serviceAccount": frozenset({"ServiceAccount"}),
+            "runtimeClass": frozenset({"RuntimeClass"}),
+            "signaturePoliciesKnown": _SIGNATURES,
+        },
+    ),
+    "ns": (_NS_WHOLE, _NS_FIELDS),
+    "node": (
+        _NODE_FACTS,
+        {
+            **_each(
+                "kind name source labels taints gpuLabeled gpu pool poolLabel sku product "
+                "gpuCount migConfig migConfigState migProfiles devicePluginConfig allocatable "
+                "capacity statusKnown taintsPath labelsPath devicePluginConfigPath "
+                "implicitTaints gke migLayouts resourceCounts",
+                _NONE,
+            ),
+            **_each("sharing migStrategy renameShared advertises", _DEVICE_PLUGIN),
+            "identity": frozenset({"EC2NodeClass"}),
+        },
+    ),
+    # A pool gathers Nodes and node-pool declarations, each with its device facts.
+    "pool": (_TENANTS, {**_each("tenants trustDomains", _TENANTS), "*": _NODE_FACTS}),
+    "sharingConfig": (frozenset({"ClusterPolicy"}), {}),
+    "cluster": (
+        _NODE_FACTS | _RBAC,
+        {"now": _NONE, "devicePlugin": _NODE_FACTS, "poolsKnown": _POOL_KINDS, "rbac": _RBAC},
+    ),
+    "admission": (_ADMISSION, {}),
+    "gpuWorkloads": (_GPU_WORKLOADS, {}),
+}
+"""CEL variable -> (kinds its value may depend on, kinds per field). A field not in the
+table (``"*"`` aside), or the variable used whole, counts as the whole variable."""
+
+_VARIABLE = re.compile(r"(?<![\w.])(" + "|".join(FACTS) + r")\b")
+_FIELD = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
+_UNREADABLE = re.compile(r"\"\"\"|'''|(?<![\w.'\"])[rRbB]{1,2}[\"']")
+"""Raw, bytes and triple-quoted strings: ``strip_strings`` cannot empty them (as in
+scanner/deferral.py); ``//`` comments cannot be told from a string's content."""
+_CONTAINER_SIGNATURE = re.compile(r"\.\s*signature\b|\[\s*(?:\"|[A-Za-z_])")
+"""Containers carry one joined fact, ``signature`` (scanner.model.signatures): a rule
+that names it, or indexes anything with a string or a variable (``c["signature"]``),
+reads the signature policies."""
+
+
+def fact_kinds(sources: Iterable[str]) -> frozenset[str]:
+    """The kinds the model facts that the CEL ``sources`` read may depend on.
+
+    Every use of a CEL variable of the model counts (a macro variable of the same name
+    too, which only adds kinds): ``workload.serviceAccount`` reads ServiceAccounts,
+    ``ns.defaultDeny`` NetworkPolicies, ``workload.ns.labels`` Namespaces. A variable used
+    whole, indexed, or with a field this table does not know counts whole; an expression
+    this reading cannot follow (``scanner.deferral``) reads every kind.
+    """
+    kinds: set[str] = set()
+    for source in sources:
+        text = strip_strings(source)
+        if _UNREADABLE.search(source) or "//" in text:
+            return ALL_KINDS
+        for match in _VARIABLE.finditer(text):
+            variable = match.group(1)
+            whole, fields = FACTS[variable]
+            field = _FIELD.match(text, match.end())
+            if field is None or field.group(2) is not None:
+                kinds |= whole
+                continue
+            name = field.group(1)
+            if variable == "workload" and name == "ns":  # the namespace's facts, nested
+                nested = _FIELD.match(text, field.end())
+                if nested is None or nested.group(2) is not None:
+                    kinds |= _NS_WHOLE
+                else:
+                    kinds |= _NS_FIELDS.get(nested.group(1), _NS_WHOLE)
+                continue
+            if (
+                variable == "workload"
+                and name == "containers"
+                and _CONTAINER_SIGNATURE.search(text)
+            ):
+                kinds |= _SIGNATURES
+            kinds |= fields.get(name, fields.get("*", whole))
+    return frozenset(kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """The kinds one rule reads in an audit: the plan lists them, and ``coverage``
+    stops the rule when one of them cannot be read. One relation for both."""
+
+    subjects: frozenset[str]
+    """Kinds it reports on (``subject_kinds``)."""
+    joins: frozenset[str]
+    """Kinds its verdicts depend on besides each subject's own object. A join that
+    cannot be read means the rule did not run at all; a subject kind that is not also
+    a join means it did not run on those objects only (each subject is judged on its
+    own facts, so its verdicts on the other kinds stand)."""
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return self.subjects | self.joins
+
+
+def subject_kinds(rule: Rule) -> frozenset[str]:
+    """The kinds a rule reports on: its findings are about objects of these kinds."""
+    subject = rule.doc.subject
+    if subject == "document":
+        return _NONE
+    if subject == "object":
+        return rule.kinds or ALL_KINDS
+    if subject == "workload":
+        return (rule.kinds & WORKLOAD_KINDS) if rule.kinds else WORKLOAD_KINDS
+    return _SUBJECT_KINDS.get(subject, ALL_KINDS)
+
+
+def reads(rule: Rule) -> Reads:
+    """What ``rule`` reads (see ``Reads``): the kinds it reports on, and as joins the kinds
+    its ``needs`` name and those the model facts its expressions read come from
+    (``fact_kinds``), so a verdict never rests on a kind the audit could not read."""
+    if rule.builtin or rule.doc.subject == "document":
+        return Reads(_NONE, _NONE)
+    sources = _sources(rule)
+    subjects = subject_kinds(rule)
+    joins = fact_kinds(sources) | rule.needs
+    if any(_REF_KEY.search(source) for source in sources):
+        # Its findings may sit on other objects (``ref``): which ones a missing subject
+        # would have placed cannot be told, so no subject kind may be missing.
+        joins |= subjects
+    return Reads(subjects, joins)
+
+
+_REF_KEY = re.compile(r"[\"']ref[\"']\s*:")
+
+
+def _sources(rule: Rule) -> list[str]:
+    programs = [rule.condition, rule.violations, *(program for _, program in rule.variables)]
+    for validation in rule.validations:
+        programs += [validation.expression, validation.message_expression]
+    return [program.source for program in programs if program is not None]
+
+
+def reported_kinds(rule: Rule) -> frozenset[str]:
+    """The object kinds of the rule's findings (``Cluster`` for the cluster subject)."""
+    if rule.doc.subject == "cluster":
+        return frozenset({CLUSTER_KIND})
+    return subject_kinds(rule)

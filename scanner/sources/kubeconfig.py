@@ -1,0 +1,200 @@
+"""Kubeconfig files, read and checked before the ``kubernetes`` client sees them.
+
+The client crashes on a kubeconfig that is not one (a YAML list, a directory, a
+``tokenFile`` that is gone), logs a failing exec credential plugin and goes on without
+credentials, and would send a bearer token to an ``http://`` server. Here every one of
+those is a ``ClusterError``: one line, exit code 2. ``KUBECONFIG`` lists merge as
+client-go merges them: entries that do not exist are skipped, an empty file adds
+nothing, contexts are first-of-each-name and the first non-empty ``current-context``
+wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from scanner.errors import PoolgateError
+from scanner.sources.snapshot import json_type
+
+
+class ClusterError(PoolgateError):
+    """The cluster cannot be reached or refuses the credentials: nothing can be audited."""
+
+
+def check_server(context: str, configuration: Any) -> None:
+    """TLS verified, and credentials never sent in clear text."""
+    from urllib.parse import urlsplit
+
+    server = str(configuration.host or "")
+    scheme = urlsplit(server).scheme.lower() if "://" in server else ""
+    credentials = bool(
+        configuration.api_key
+        or configuration.cert_file
+        or configuration.username
+        or configuration.password
+    )
+    if scheme not in ("http", "https") or not urlsplit(server).hostname:
+        raise ClusterError(
+            f"context {context}: server {server!r} is not an https:// URL",
+            hint="set clusters[].cluster.server to the API server's https:// URL",
+        )
+    if scheme == "http" and credentials:
+        # kubectl would send the token in clear text to anyone on the path.
+        raise ClusterError(
+            f"context {context}: server {server} is plain http://, and poolgate sends "
+            "credentials only over HTTPS",
+            hint="use the API server's https:// URL (http:// only works without "
+            "credentials, as through `kubectl proxy`)",
+        )
+    if not configuration.verify_ssl:
+        # insecure-skip-tls-verify in the kubeconfig: said out loud, not silently accepted.
+        raise ClusterError(
+            f"context {context} disables TLS verification (insecure-skip-tls-verify)",
+            hint="give the cluster's certificate-authority in the kubeconfig",
+        )
+
+
+class ClientLog(logging.Handler):
+    """What the ``kubernetes`` client logs at ERROR while it loads credentials.
+
+    The client reports a failing exec credential plugin with ``logging.error`` on the
+    root logger, which prints ``ERROR:root:...`` and goes on without credentials. While
+    attached, this handler takes those records (the root logger then has a handler, so
+    ``logging.error`` does not add one that prints) and poolgate says it in one line.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    @contextlib.contextmanager
+    def attached(self) -> Iterator[None]:
+        root = logging.getLogger()
+        root.addHandler(self)
+        try:
+            yield
+        finally:
+            root.removeHandler(self)
+
+
+def kubeconfig_files(explicit: str | None, listed: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The kubeconfig files to load, with their documents: ``explicit`` (``--kubeconfig``,
+    one file that must exist), else the existing entries of ``listed`` (``KUBECONFIG``),
+    else ``~/.kube/config``. Each is read and checked; empty ones are left out."""
+    hint = "pass --kubeconfig, set KUBECONFIG, or run inside the cluster"
+    if explicit is not None:
+        candidates, required = [explicit], True
+    elif listed is not None:
+        candidates = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p]
+        required = False
+    else:
+        candidates, required = [os.path.expanduser("~/.kube/config")], True
+    found: list[tuple[str, dict[str, Any]]] = []
+    existing = 0
+    for path in candidates:
+        if not os.path.exists(path):
+            if required:
+                raise ClusterError(f"kubeconfig {path} does not exist", hint=hint)
+            continue  # client-go skips KUBECONFIG entries that do not exist
+        existing += 1
+        document = _read_kubeconfig(path)
+        if document is not None:
+            found.append((path, document))
+    if not existing:
+        raise ClusterError(f"kubeconfig {listed} does not exist (KUBECONFIG)", hint=hint)
+    if not found:
+        where = explicit or listed or candidates[0]
+        raise ClusterError(f"kubeconfig {where} is empty", hint=hint)
+    return found
+
+
+def _read_kubeconfig(path: str) -> dict[str, Any] | None:
+    """The kubeconfig in ``path`` (None: empty); ``ClusterError`` when it cannot be read
+    or is not one (the client would crash on it)."""
+    import yaml
+
+    if os.path.isdir(path):
+        raise ClusterError(f"kubeconfig {path} is a directory", hint="name the kubeconfig file")
+    try:
+        with open(path, encoding="utf-8") as file:
+            document = yaml.safe_load(file)
+    except OSError as error:
+        raise ClusterError(f"kubeconfig {path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ClusterError(f"kubeconfig {path}: not UTF-8 text") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
+        problem = getattr(error, "problem", None) or str(error)
+        raise ClusterError(f"kubeconfig {where}: invalid YAML: {one_line(problem)}") from None
+    if document is None:
+        return None
+    if not isinstance(document, dict):
+        raise ClusterError(
+            f"kubeconfig {path}: not a kubeconfig (the YAML is {json_type(document)}, "
+            "not a mapping with clusters, contexts and users)"
+        )
+    for key in ("clusters", "contexts", "users"):
+        entries = document.get(key)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise ClusterError(f"kubeconfig {path}: {key} is {json_type(entries)}, not a list")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise ClusterError(f"kubeconfig {path}: {key}[{index}] has no name")
+            body = entry.get(key[:-1])
+            if body is not None and not isinstance(body, dict):
+                raise ClusterError(f"kubeconfig {path}: {key}[{index}].{key[:-1]} is not a mapping")
+    current = document.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise ClusterError(f"kubeconfig {path}: current-context is not a string")
+    return document
+
+
+def one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def kubeconfig_from_env() -> str | None:
+    value = os.environ.get("KUBECONFIG", "")
+    return value or None
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    )
+
+
+def context_name(
+    path: str, files: Sequence[tuple[str, Mapping[str, Any]]], wanted: str | None
+) -> str:
+    """``wanted``, or the current context as client-go merges it: the first file that
+    sets a non-empty ``current-context`` wins (contexts: the first of each name)."""
+    names = [
+        str(entry["name"]) for _, document in files for entry in document.get("contexts") or []
+    ]
+    if wanted:
+        if wanted not in names:
+            raise ClusterError(
+                f"kubeconfig {path} has no context {wanted!r}",
+                hint=f"contexts: {', '.join(names) or 'none'}",
+            )
+        return wanted
+    current = next((str(d["current-context"]) for _, d in files if d.get("current-context")), "")
+    if not current:
+        raise ClusterError(f"kubeconfig {path} has no current context", hint="pass --context")
+    if current not in names:
+        raise ClusterError(
+            f"kubeconfig {path}: its current context {current!r} is not one of its contexts",
+            hint=f"contexts: {', '.join(names) or 'none'}; pass --context",
+        )
+    return current

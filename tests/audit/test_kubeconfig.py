@@ -1,0 +1,201 @@
+"""Kubeconfig problems are one ``poolgate: error:`` line and exit code 2, never a
+traceback from the client; ``KUBECONFIG`` lists merge as client-go merges them.
+
+No Kubernetes cluster is available where these tests run. The kubeconfig files are
+real ones, read by the official ``kubernetes`` client and pointing at the HTTPS API
+server of ``tests/audit/apiserver.py``, the same code path as against a real cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .apiserver import ApiServer, Pki, write_kubeconfig
+from .conftest import CONTEXT, TOKEN, cli, poolgate
+
+
+def good(server: ApiServer, pki: Pki, tmp_path: Path, name: str = "kubeconfig") -> Path:
+    return write_kubeconfig(tmp_path / name, server.url, pki.ca, CONTEXT, token=TOKEN)
+
+
+def edited(path: Path, name: str, change: Any) -> Path:
+    document = yaml.safe_load(path.read_text())
+    change(document)
+    target = path.with_name(name)
+    target.write_text(yaml.safe_dump(document))
+    return target
+
+
+def one_error_line(result: Any) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("poolgate: error: "), result.stderr
+    return str(lines[0])
+
+
+def set_user(user: dict[str, Any]) -> Any:
+    def change(document: dict[str, Any]) -> None:
+        document["users"][0]["user"] = user
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("problem", "expected"),
+    [
+        ("bad-yaml", "kc:3:1: invalid YAML: expected the node content"),
+        ("yaml-list", "not a kubeconfig (the YAML is a list, not a mapping"),
+        ("scalar", "not a kubeconfig (the YAML is a number"),
+        ("contexts-not-a-list", "contexts is a string, not a list"),
+        ("directory", "is a directory"),
+        ("empty", "is empty"),
+        ("missing-token-file", "cannot read /nonexistent/token: No such file or directory"),
+        ("server-not-a-url", "server 'not a url' is not an https:// URL"),
+    ],
+)
+def test_kubeconfig_problems_are_one_line(
+    lab: ApiServer, pki: Pki, tmp_path: Path, problem: str, expected: str
+) -> None:
+    path = tmp_path / "kc"
+    base = good(lab, pki, tmp_path)
+    if problem == "bad-yaml":
+        path.write_text("apiVersion: v1\nclusters: [\n")
+    elif problem == "yaml-list":
+        path.write_text("- a\n- b\n")
+    elif problem == "scalar":
+        path.write_text("42\n")
+    elif problem == "contexts-not-a-list":
+        path = edited(base, "kc", lambda d: d.update(contexts="prod"))
+    elif problem == "directory":
+        path = tmp_path
+    elif problem == "empty":
+        path.write_text("")
+    elif problem == "missing-token-file":
+        path = edited(base, "kc", set_user({"tokenFile": "/nonexistent/token"}))
+    elif problem == "server-not-a-url":
+        path = edited(base, "kc", lambda d: d["clusters"][0]["cluster"].update(server="not a url"))
+    line = one_error_line(cli("audit", env={"KUBECONFIG": str(path)}))
+    assert expected in line, line
+
+
+def test_an_unreadable_kubeconfig_is_one_line(lab: ApiServer, pki: Pki, tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode")
+    path = good(lab, pki, tmp_path)
+    path.chmod(0)
+    assert "cannot read: Permission denied" in one_error_line(
+        cli("audit", "--kubeconfig", str(path))
+    )
+
+
+def test_kubeconfig_list_skips_missing_and_empty_entries_as_client_go_does(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    config = good(lab, pki, tmp_path)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    listed = os.pathsep.join(["/nonexistent/kubeconfig", str(empty), str(config)])
+    result = cli("audit", "--format", "json", env={"KUBECONFIG": listed})
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["findings"]
+    # None of them there: said as such.
+    nothing = os.pathsep.join(["/nonexistent/a", "/nonexistent/b"])
+    assert "does not exist (KUBECONFIG)" in one_error_line(
+        cli("audit", env={"KUBECONFIG": nothing})
+    )
+    # --kubeconfig names one file, which must exist.
+    assert "kubeconfig /nonexistent/a does not exist" in one_error_line(
+        cli("audit", "--kubeconfig", "/nonexistent/a")
+    )
+
+
+def test_the_first_current_context_wins_as_in_client_go(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    first = write_kubeconfig(tmp_path / "first", lab.url, pki.ca, "first", token=TOKEN)
+    second = write_kubeconfig(tmp_path / "second", lab.url, pki.ca, "second", token=TOKEN)
+    listed = os.pathsep.join([str(first), str(second)])
+    result = cli("audit", "--format", "json", env={"KUBECONFIG": listed})
+    uris = {f["location"]["uri"] for f in json.loads(result.stdout)["findings"]}
+    assert uris and all(uri.startswith("cluster://first/") for uri in uris)
+
+
+def test_credentials_are_never_sent_over_plain_http(pki: Pki, tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "SECRET-BEARER-TOKEN"}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    line = one_error_line(cli("audit", "--kubeconfig", str(config)))
+    assert f"server http://127.0.0.1:{port} is plain http://" in line
+    assert "credentials only over HTTPS" in line
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # no connection was even opened
+    listener.close()
+
+
+def test_an_http_server_without_credentials_is_allowed(tmp_path: Path) -> None:
+    """``kubectl proxy`` serves http://127.0.0.1:8001 and adds the credentials itself."""
+    from scanner.sources.cluster import Settings, Target, connect
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:8001"}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "proxy", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "proxy",
+            }
+        )
+    )
+    cluster = connect(Target(str(config)), Settings())
+    assert cluster.host == "http://127.0.0.1:8001"
+    cluster.close()
+
+
+@pytest.mark.parametrize("plugin", ["missing", "failing"])
+def test_a_failing_exec_plugin_is_one_line_naming_it(
+    lab: ApiServer, pki: Pki, tmp_path: Path, plugin: str
+) -> None:
+    """EKS, GKE and AKS contexts get their token from an exec plugin. When it fails the
+    client logs ``ERROR:root:...`` and goes on without credentials (then a 401): the
+    one line says what failed instead."""
+    command = "/nonexistent/aws-iam-authenticator"
+    if plugin == "failing":
+        script = tmp_path / "plugin.sh"
+        script.write_text(
+            "#!/bin/sh\necho 'error: SSO session expired, run aws sso login' >&2\nexit 1\n"
+        )
+        script.chmod(0o755)
+        command = str(script)
+    exec_user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": command}}
+    config = edited(good(lab, pki, tmp_path), "kc-exec", set_user(exec_user))
+    result = poolgate("audit", "--kubeconfig", str(config))
+    line = one_error_line(result)
+    assert f"context {CONTEXT}: the exec credential plugin failed: " in line
+    expected = command if plugin == "missing" else "SSO session expired, run aws sso login"
+    assert expected in line
+    assert "401" not in line and "ERROR:root" not in result.stderr
+    assert lab.paths() == []  # nothing was sent without credentials
