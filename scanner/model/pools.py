@@ -111,7 +111,7 @@ def attach_targets(
         if facts["trustDomain"] == "platform" or facts["controlled"]:
             continue
         for target in facts["targets"]:
-            if target["tolerated"]:
+            if target["tolerated"] and target["decided"]:
                 tenant = tenants[target["pool"]].setdefault(
                     facts["namespace"],
                     {
@@ -353,11 +353,20 @@ def _target(
     pool = index.pool
     pod_spec = facts["podSpec"]
     tolerations = facts["tolerations"]
-    selected = [
-        (obj, member)
-        for obj, member in index.classes(keys)
-        if selects(pod_spec, member["labels"], declaration=member["source"] == "declaration")
-    ]
+    classes = index.classes(keys)
+    # Decided: the labels a member is known to carry match. Else possible: a pool
+    # declaration matches only through labels its nodes get when they join
+    # (targeting.py). Rules that say a pod cannot run take possible targets too; a
+    # workload is a pool's tenant (PG201) only where it is decided.
+    selected = [(obj, member) for obj, member in classes if selects(pod_spec, member["labels"])]
+    decided = bool(selected)
+    if not decided:
+        selected = [
+            (obj, member)
+            for obj, member in classes
+            if member["source"] == "declaration"
+            and selects(pod_spec, member["labels"], declaration=True)
+        ]
     if not selected:
         return None
     blocked: list[str] = []
@@ -374,6 +383,7 @@ def _target(
     return {
         "pool": pool.facts["name"],
         "ref": selected[0][0].ref.logical_name,
+        "decided": decided,
         "tolerated": bool(tolerated_members),
         "untolerated": blocked,
         "sharing": pool.facts["sharing"],
