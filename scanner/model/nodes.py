@@ -281,16 +281,24 @@ def _common(
     partition = first("cloud.google.com/gke-gpu-partition-size")
     mig_label = first("nvidia.com/mig.strategy")
     observed_mig = any(name.startswith("nvidia.com/mig-") for name in observed or ())
-    # GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not
-    # (k8s-device-plugin internal/lm/mig-strategy.go): the label says MIG unless the
-    # node's status shows whole GPUs instead.
-    whole_gpus_seen = bool(observed) and not observed_mig and "-MIG-" not in product
     mig = (
         bool(mig_config and mig_config != "all-disabled")
         or "-MIG-" in product
         or bool(partition)
         or observed_mig
-        or (mig_label in ("single", "mixed") and not whole_gpus_seen)
+    )
+    # GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not
+    # (k8s-device-plugin internal/lm/mig-strategy.go). Alone, the label leaves MIG
+    # open: such a node may advertise whole GPUs or MIG slices, so the rules that
+    # say a pod cannot run there take both (the node's sharing mode stays what the
+    # other signals say). Whole GPUs in its status, or mig.config: all-disabled,
+    # settle it.
+    whole_gpus_seen = bool(observed) and not observed_mig and "-MIG-" not in product
+    maybe_mig = (
+        not mig
+        and mig_label in ("single", "mixed")
+        and not whole_gpus_seen
+        and mig_config != "all-disabled"
     )
     strategy_label = first("nvidia.com/gpu.sharing-strategy")
     replicas = positive_count(first("nvidia.com/gpu.replicas"))
@@ -348,7 +356,16 @@ def _common(
         "resourceCounts": dict(observed or {}),
         "devicePluginConfig": config_key,
         "renameShared": rename,
-        "advertises": _advertised(sharing, mig_strategy, profiles, rename),
+        "advertises": sorted(
+            {
+                *_advertised(sharing, mig_strategy, profiles, rename),
+                *(
+                    _advertised(_combine(mig=True, shared=shared), mig_label, profiles, rename)
+                    if maybe_mig
+                    else ()
+                ),
+            }
+        ),
         "identity": {},
     }
 

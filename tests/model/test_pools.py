@@ -196,15 +196,20 @@ def test_only_all_profile_mig_configs_name_a_profile() -> None:
 
 
 def test_mig_strategy_label_and_allocatable_slices_are_mig_signals() -> None:
+    """GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not:
+    alone, the label leaves both whole GPUs and MIG slices possible."""
     present = 'nvidia.com/gpu.present: "true"'
     model = model_of(
         node("mixed", f"{{pool: p, {present}, nvidia.com/mig.strategy: mixed}}"),
         node("single", f"{{pool: q, {present}, nvidia.com/mig.strategy: single}}"),
-        # GFD labels every GPU node with the cluster's strategy: whole GPUs win.
         node(
             "whole",
             f"{{pool: r, {present}, nvidia.com/mig.strategy: mixed}}",
             "status:\n  allocatable: {nvidia.com/gpu: '1'}",
+        ),
+        node(
+            "disabled",
+            f"{{pool: t, {present}, nvidia.com/mig.strategy: mixed, nvidia.com/mig.config: all-disabled}}",
         ),
         node("slices", "{pool: s}", "status:\n  allocatable: {nvidia.com/mig-1g.10gb: '7'}"),
     )
@@ -214,12 +219,13 @@ def test_mig_strategy_label_and_allocatable_slices_are_mig_signals() -> None:
             node_facts(model, name)["migStrategy"],
             node_facts(model, name)["advertises"],
         )
-        for name in ("mixed", "single", "whole", "slices")
+        for name in ("mixed", "single", "whole", "disabled", "slices")
     }
     assert got == {
-        "mixed": ("mig", "mixed", ["nvidia.com/mig-*"]),
-        "single": ("mig", "single", ["nvidia.com/gpu"]),
+        "mixed": ("exclusive", "none", ["nvidia.com/gpu", "nvidia.com/mig-*"]),
+        "single": ("exclusive", "none", ["nvidia.com/gpu"]),
         "whole": ("exclusive", "none", ["nvidia.com/gpu"]),
+        "disabled": ("exclusive", "none", ["nvidia.com/gpu"]),
         "slices": ("mig", "mixed", ["nvidia.com/mig-1g.10gb"]),
     }
 
