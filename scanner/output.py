@@ -4,7 +4,6 @@ written atomically."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 import sys
 import tempfile
@@ -18,12 +17,8 @@ from scanner.errors import OutputError, UsageError
 
 STDOUT = "-"
 
-_DESCRIPTOR_DIRECTORY: Final = re.compile(
-    r"/dev/fd|/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd"
-)
-"""Where the links to a process's open files live (``/dev/stdout`` -> ``/proc/self/fd/1``)."""
-
-_MAX_LINKS: Final = 40  # Linux's own limit on symbolic links followed in one lookup
+_SYSTEM_DIRECTORIES: Final = ("/dev/", "/proc/")
+"""Where a symbolic link named as the output is followed (``/dev/stdout``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +69,21 @@ def check_writable(path: Path, option: str = "--output") -> None:
     """Fail before scanning when ``path`` cannot be written; ``option`` names it in messages.
 
     What must be writable is what ``write`` writes: a device or pipe itself, else the
-    directory the temporary file is made in (the link's target's, for a symbolic link).
+    directory the temporary file is made in.
     """
     if path.is_dir():
         raise OutputError(f"{option} {path}: is a directory", hint="name a file")
+    if _block_device(path):
+        raise OutputError(f"{option} {path}: is a block device", hint="name a file")
     if _written_in_place(path):
         if not os.access(path, os.W_OK):
             raise OutputError(f"{option} {path}: permission denied")
         return
-    target = _link_target(path)
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+    regular = path.exists() and not path.is_symlink()
+    if not os.access(parent, os.W_OK) or (regular and not os.access(path, os.W_OK)):
         raise OutputError(f"{option} {path}: permission denied")
 
 
@@ -94,9 +91,12 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
     """Render to standard output, or to a temporary file renamed over the target.
 
     A crash or a full disk mid-write never leaves a truncated report behind. A
-    symbolic link stays a link: its target is replaced. A device or a pipe
-    (``/dev/null``, ``/dev/stdout``, a FIFO) is written to directly, never replaced.
-    An error of the file system (full, read-only) is an ``OutputError``.
+    character device or pipe (``/dev/null``, a FIFO) and the system's descriptor
+    paths (``/dev/stdout``, ``/dev/fd/3``) are written into, never replaced. A
+    symbolic link anywhere else is replaced like a file, never written through: the
+    report may be written inside a pull request's checkout, where a link
+    (``results.sarif -> ~/.bashrc``) must not redirect it. An error of the file
+    system (full, read-only) is an ``OutputError``.
     """
     try:
         if destination.is_stdout:
@@ -108,7 +108,7 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
             with open(destination.path, "a", encoding="utf-8") as handle:
                 render(handle)
         else:
-            _replace(_link_target(Path(destination.path)), render)
+            _replace(Path(destination.path), render)
     except BrokenPipeError:
         raise  # the reader went away: cli.run ends quietly
     except OSError as error:
@@ -132,32 +132,24 @@ def _replace(target: Path, render: Callable[[TextIO], None]) -> None:
 
 
 def _written_in_place(path: Path) -> bool:
-    """Whether ``path`` is written to rather than replaced: an existing device, pipe or
-    socket, or an open file reached through a descriptor link (``/dev/stdout``,
-    ``/dev/fd/3``), which may be a file the shell opened (``> out.json``)."""
+    """Whether ``path`` is written into rather than replaced: a character device, pipe
+    or socket named as itself, or a symbolic link in ``/dev`` or ``/proc`` (the
+    descriptor paths ``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``, which may
+    lead to a file the shell opened: ``> out.json``). Any other link is replaced."""
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except OSError:
         return False
-    return not stat.S_ISREG(mode) or _through_descriptor(path)
+    if stat.S_ISLNK(mode):
+        return os.path.abspath(path).startswith(_SYSTEM_DIRECTORIES) and os.path.exists(path)
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _through_descriptor(path: Path) -> bool:
-    """Whether resolving ``path`` goes through a directory of descriptor links."""
-    current = os.path.abspath(path)
-    for _ in range(_MAX_LINKS):
-        if _DESCRIPTOR_DIRECTORY.fullmatch(os.path.realpath(os.path.dirname(current))):
-            return True
-        if not os.path.islink(current):
-            return False
-        current = os.path.join(os.path.dirname(current), os.readlink(current))
-    return False
-
-
-def _link_target(path: Path) -> Path:
-    """The file a symbolic link leads to (``path`` itself when it is none): the one
-    to replace, so the link stays."""
-    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+def _block_device(path: Path) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _reason(error: OSError) -> str:

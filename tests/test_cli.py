@@ -322,3 +322,11 @@ def test_an_unwritable_write_baseline_is_named_by_its_own_option(tmp_path: Path)
     assert result.stderr == (
         "poolgate: error: --write-baseline nodir/b.json: directory nodir does not exist\n"
     )
+
+
+def test_a_closed_standard_input_is_a_read_error_not_a_crash(tmp_path: Path) -> None:
+    """``poolgate scan - <&-``: Python's sys.stdin is None then."""
+    result = poolgate("scan", "-", cwd=tmp_path, preexec=lambda: os.close(0))
+    assert result.returncode == 3, result.stderr
+    assert "<stdin>: standard input is closed" in result.stdout + result.stderr
+    assert_no_traceback(result)

@@ -139,14 +139,19 @@ def _load_file(path: Path, uri: str, max_file_size: int, inventory: Inventory) -
     inventory.extend(parse_stream(text, uri))
 
 
-def _load_stdin(stream: TextIO, max_file_size: int, inventory: Inventory) -> None:
+def _load_stdin(stream: TextIO | None, max_file_size: int, inventory: Inventory) -> None:
     """Standard input, read as bytes and decoded strictly, as a file is.
 
     Its text layer would not do: in the C and POSIX locales Python decodes standard
     input with ``surrogateescape``, which lets invalid UTF-8 through. A stream with no
-    bytes beneath (``io.StringIO``, from a library caller) is read as text.
+    bytes beneath (``io.StringIO``, from a library caller) is read as text. A closed
+    standard input (``poolgate scan - <&-``; Python's ``sys.stdin`` is then None) is
+    a read error.
     """
     inventory.files += 1
+    if stream is None:
+        inventory.read_errors.append(ReadError(STDIN_URI, "standard input is closed"))
+        return
     source: BinaryIO | TextIO = getattr(stream, "buffer", stream)
     try:
         data = source.read(max_file_size + 1)

@@ -175,15 +175,21 @@ def test_a_full_disk_is_one_error_line(tmp_path: Path) -> None:
     assert result.stderr == "poolgate: error: cannot write tiny/r.sarif: no space left on device\n"
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
-def test_an_output_link_to_an_open_descriptor_is_written_into_not_replaced(
+@pytest.mark.skipif(not os.path.islink("/dev/stdout"), reason="needs /dev/stdout")
+def test_dev_stdout_is_written_into_and_a_lookalike_link_elsewhere_is_replaced(
     tmp_path: Path,
 ) -> None:
-    """``-o /dev/stdout`` as root replaced /dev/stdout with a file; this link is the same
-    (and replacing it would harm nothing)."""
+    """``-o /dev/stdout`` as root once replaced /dev/stdout with a file: a descriptor
+    path in /dev is written into. The same link placed in a checkout is replaced like
+    any link there, never followed."""
     (tmp_path / "ok.yaml").write_text(CONFIGMAP.format(name="ok"))
+    result = poolgate("scan", "ok.yaml", "--format", "json", "-o", "/dev/stdout", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]["objects"] == 1
+    assert os.path.islink("/dev/stdout")
     (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
     result = poolgate("scan", "ok.yaml", "--format", "json", "-o", "stdout", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["summary"]["objects"] == 1
-    assert os.readlink(tmp_path / "stdout") == "/proc/self/fd/1"
+    assert result.stdout == ""
+    assert not (tmp_path / "stdout").is_symlink()
+    assert json.loads((tmp_path / "stdout").read_text())["summary"]["objects"] == 1

@@ -117,20 +117,31 @@ def test_a_full_disk_mid_write_is_one_error_line(
     assert [path.name for path in tmp_path.iterdir()] == ["pod.yaml"]
 
 
-def test_an_output_symlink_stays_a_link_and_its_target_is_replaced(
+def test_an_output_symlink_is_replaced_never_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A pull request can add ``results.json -> the scanned manifest`` (or any file the
+    CI user may write) where the report goes: the link is replaced by the report and
+    its target stays untouched."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     (tmp_path / "pod.yaml").write_text(PRIVILEGED)
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    (reports / "results.json").write_text(PREVIOUS)
-    (tmp_path / "results.json").symlink_to(reports / "results.json")
+    (tmp_path / "results.json").symlink_to(tmp_path / "pod.yaml")
     assert cli.run(["scan", "pod.yaml", "--format", "json", "-o", "results.json"]) == 1
-    assert (tmp_path / "results.json").is_symlink()
-    assert json.loads((reports / "results.json").read_text())["findings"]
-    assert [path.name for path in reports.iterdir()] == ["results.json"]  # no temporary file
+    assert not (tmp_path / "results.json").is_symlink()
+    assert json.loads((tmp_path / "results.json").read_text())["findings"]
+    assert (tmp_path / "pod.yaml").read_text() == PRIVILEGED
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pod.yaml", "results.json"]
+
+
+def test_a_symlink_to_a_device_outside_dev_is_replaced_not_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pod.yaml").write_text(PRIVILEGED)
+    (tmp_path / "results.json").symlink_to("/dev/null")
+    assert cli.run(["scan", "pod.yaml", "--format", "json", "-o", "results.json"]) == 1
+    assert (tmp_path / "results.json").is_file() and not (tmp_path / "results.json").is_symlink()
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
