@@ -630,11 +630,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     objects (inventory, model, findings) live to its end. The loaders and the
     evaluation pause it anyway (``collector_paused``); re-enabling it between them
     made the first collections after the evaluation traverse the whole model (the
-    young generation, then the middle one) while the reports were written. Library
-    callers (``run``) keep the collector as they set it.
+    young generation, then the middle one) while the reports were written. Before
+    exiting, everything left is frozen: the interpreter's last collection at exit
+    would otherwise traverse the cycles the run left behind, to free memory the
+    process is about to give back anyway. Library callers (``run``) keep the
+    collector as they set it.
     """
     gc.disable()
-    sys.exit(run(argv))
+    code = run(argv)
+    gc.freeze()
+    sys.exit(code)
 
 
 def run(argv: Sequence[str] | None = None) -> int:
