@@ -332,6 +332,13 @@ def _common(
         profiles.append(partition)
         layouts.append(partition)
     sharing = _combine(mig=mig, shared=shared)
+    # Replicas per GPU of a time-sliced or MPS node: GFD's label, else the largest
+    # the device-plugin config gives a whole-GPU resource (0: unknown).
+    if shared and not replicas and entry is not None:
+        replicas = max(
+            (r["replicas"] for r in entry["resources"] if r["name"] in ("gpu", "nvidia.com/gpu")),
+            default=0,
+        )
     # renameByDefault renames time-sliced and MPS replicas alike (<name>.shared).
     rename = bool(entry and entry.get("renameByDefault")) and shared in ("time-slicing", "mps")
     return {
@@ -347,6 +354,7 @@ def _common(
         "sku": first(config.sku_label),
         "product": product,
         "gpuCount": positive_count(first("nvidia.com/gpu.count")),
+        "replicas": replicas if shared else 0,
         "sharing": sharing,
         "migStrategy": mig_strategy,
         "migConfig": mig_config,

@@ -402,7 +402,8 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
     from what a Node's status shows, for a GPU's slice count depends on its model,
     not just on the profile (``all-1g.10gb`` makes 7 on an H100, 4 on an A100 40GB).
     Slices are ``nvidia.com/mig-*``, and ``nvidia.com/gpu`` on a MIG node that
-    advertises no ``nvidia.com/mig-*`` (the single strategy, GKE's partitions).
+    advertises no ``nvidia.com/mig-*`` (the single strategy, GKE's partitions). A
+    time-sliced or MPS node advertises each GPU once per replica.
     """
     mig_backed = resource.startswith("nvidia.com/mig-") or (
         "mig" in member["sharing"]
@@ -410,6 +411,11 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
     )
     if mig_backed:
         return int(member["resourceCounts"].get(resource, 0))
+    if member["sharing"] in SHARED_MODES:
+        # Each GPU is advertised ``replicas`` times: what a live Node's status shows,
+        # else the GPUs times the replicas, else unknown.
+        seen = member["resourceCounts"].get(resource, 0)
+        return int(seen or member["gpuCount"] * member.get("replicas", 0))
     return int(member["gpuCount"])
 
 
