@@ -103,7 +103,9 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
                 "implicitTaints gke migLayouts resourceCounts",
                 _NONE,
             ),
-            **_each("sharing migStrategy renameShared advertises replicas", _DEVICE_PLUGIN),
+            **_each(
+                "sharing migStrategy renameShared advertises replicas oneShare", _DEVICE_PLUGIN
+            ),
             "identity": frozenset({"EC2NodeClass"}),
         },
     ),

@@ -333,12 +333,17 @@ def _common(
         layouts.append(partition)
     sharing = _combine(mig=mig, shared=shared)
     # Replicas per GPU of a time-sliced or MPS node: GFD's label, else the largest
-    # the device-plugin config gives a whole-GPU resource (0: unknown).
+    # the device-plugin config gives a whole-GPU resource, else GKE's clients per GPU
+    # (0: unknown). One container may take one replica only under MPS (the device
+    # plugin forces failRequestsGreaterThanOne) or when the config sets that flag.
     if shared and not replicas and entry is not None:
         replicas = max(
             (r["replicas"] for r in entry["resources"] if r["name"] in ("gpu", "nvidia.com/gpu")),
             default=0,
         )
+    if shared and not replicas:
+        replicas = positive_count(first("cloud.google.com/gke-max-shared-clients-per-gpu"))
+    one_share = shared == "mps" or bool(entry and entry.get("failRequestsGreaterThanOne"))
     # renameByDefault renames time-sliced and MPS replicas alike (<name>.shared).
     rename = bool(entry and entry.get("renameByDefault")) and shared in ("time-slicing", "mps")
     return {
@@ -355,6 +360,7 @@ def _common(
         "product": product,
         "gpuCount": positive_count(first("nvidia.com/gpu.count")),
         "replicas": replicas if shared else 0,
+        "oneShare": bool(shared) and one_share,
         "sharing": sharing,
         "migStrategy": mig_strategy,
         "migConfig": mig_config,

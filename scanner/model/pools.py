@@ -181,6 +181,9 @@ class _Targeting:
                 for index in self.indexes
                 if (target := _target(facts, requested, index, keys, self.config)) is not None
             ]
+            if len(targets) == 1:
+                # The one pool the selection may reach: if it runs, it runs there.
+                targets[0]["decided"] = True
             if self.finished:
                 self._pool_facts(targets)
         facts["targets"] = targets
@@ -224,6 +227,8 @@ class _PoolIndex:
                         member["gpuCount"],
                         member["resourceCounts"],
                         member["sharing"],
+                        member.get("replicas", 0),
+                        bool(member.get("oneShare")),
                         bool(member.get("gke")),
                     ],
                     sort_keys=True,
@@ -403,7 +408,8 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
     not just on the profile (``all-1g.10gb`` makes 7 on an H100, 4 on an A100 40GB).
     Slices are ``nvidia.com/mig-*``, and ``nvidia.com/gpu`` on a MIG node that
     advertises no ``nvidia.com/mig-*`` (the single strategy, GKE's partitions). A
-    time-sliced or MPS node advertises each GPU once per replica.
+    time-sliced or MPS node advertises each GPU once per replica, but gives one
+    container one replica under MPS or ``failRequestsGreaterThanOne``.
     """
     mig_backed = resource.startswith("nvidia.com/mig-") or (
         "mig" in member["sharing"]
@@ -412,11 +418,20 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
     if mig_backed:
         return int(member["resourceCounts"].get(resource, 0))
     if member["sharing"] in SHARED_MODES:
-        # Each GPU is advertised ``replicas`` times: what a live Node's status shows,
-        # else the GPUs times the replicas, else unknown.
+        # One replica per container under MPS or failRequestsGreaterThanOne; else each
+        # GPU is advertised ``replicas`` times: what a live Node's status shows, else
+        # the GPUs times the replicas, else (replicas unknown) the GPUs.
+        if member.get("oneShare"):
+            return 1
         seen = member["resourceCounts"].get(resource, 0)
-        return int(seen or member["gpuCount"] * member.get("replicas", 0))
+        shares = member["gpuCount"] * member.get("replicas", 0)
+        return min(int(seen or shares or member["gpuCount"]), _MOST)
     return int(member["gpuCount"])
+
+
+_MOST = 2**31
+"""Counts from labels are bounded: a product past int64 would fail every rule reading
+it (CEL integers are int64), and no node has more of anything."""
 
 
 def _advertised(resource: str, advertises: Sequence[str]) -> bool:
