@@ -234,6 +234,7 @@ def scan(
         color = (
             destination.is_stdout
             and destination.format == "text"
+            and sys.stdout is not None
             and sys.stdout.isatty()
             and "NO_COLOR" not in os.environ
         )
@@ -404,6 +405,7 @@ def audit(
         color = (
             destination.is_stdout
             and destination.format == "text"
+            and sys.stdout is not None
             and sys.stdout.isatty()
             and "NO_COLOR" not in os.environ
         )

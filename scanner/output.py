@@ -76,6 +76,8 @@ def check_writable(path: Path, option: str = "--output") -> None:
     if _block_device(path):
         raise OutputError(f"{option} {path}: is a block device", hint="name a file")
     if _written_in_place(path):
+        if not os.path.exists(path):
+            raise OutputError(f"{option} {path}: leads to no open file (a closed descriptor?)")
         if not os.access(path, os.W_OK):
             raise OutputError(f"{option} {path}: permission denied")
         return
@@ -100,12 +102,16 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
     """
     try:
         if destination.is_stdout:
+            if sys.stdout is None:  # ``>&-``: Python has no standard output then
+                raise OutputError("cannot write standard output: it is closed")
             render(sys.stdout)
             sys.stdout.flush()
         elif _written_in_place(Path(destination.path)):
             # Appending: /dev/stdout may be a file the shell opened, with a report
-            # written before this one (``-o - -o /dev/stdout``, ``>> log``).
-            with open(destination.path, "a", encoding="utf-8") as handle:
+            # written before this one (``-o - -o /dev/stdout``, ``>> log``). Never
+            # creating: a dangling link (a closed descriptor) is an error.
+            descriptor = os.open(destination.path, os.O_WRONLY | os.O_APPEND)
+            with open(descriptor, "a", encoding="utf-8") as handle:
                 render(handle)
         else:
             _replace(Path(destination.path), render)
@@ -140,8 +146,8 @@ def _written_in_place(path: Path) -> bool:
         mode = os.lstat(path).st_mode
     except OSError:
         return False
-    if stat.S_ISLNK(mode):
-        return os.path.abspath(path).startswith(_SYSTEM_DIRECTORIES) and os.path.exists(path)
+    if stat.S_ISLNK(mode):  # even dangling (/dev/stdout of a closed descriptor): an error
+        return os.path.abspath(path).startswith(_SYSTEM_DIRECTORIES)
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 

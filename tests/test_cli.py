@@ -331,3 +331,11 @@ def test_a_closed_standard_input_is_a_read_error_not_a_crash(tmp_path: Path) -> 
     assert result.returncode == 3, result.stderr
     assert "<stdin>: standard input is closed" in result.stdout + result.stderr
     assert_no_traceback(result)
+
+
+def test_a_closed_standard_output_is_one_error_line(tmp_path: Path) -> None:
+    """``poolgate scan ok.yaml >&-``: Python's sys.stdout is None then."""
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", cwd=tmp_path, preexec=lambda: os.close(1))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == "poolgate: error: cannot write standard output: it is closed\n"

@@ -14,7 +14,8 @@ from typing import Any, TextIO
 
 import pytest
 
-from scanner import cli
+from scanner import cli, output
+from scanner.errors import OutputError
 from scanner.reporters import sarif
 
 PRIVILEGED = """\
@@ -159,3 +160,19 @@ def test_a_named_pipe_output_is_written_into_not_replaced(
     reader.join(timeout=10)
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode), "the pipe was replaced by a file"
     assert json.loads(received[0])["findings"]
+
+
+def test_a_dangling_descriptor_link_is_an_error_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o /dev/stdout`` with standard output closed: the link in /dev dangles, and
+    replacing it would put a file where /dev/stdout was (as root). Here a directory
+    of the test stands in for /dev."""
+    monkeypatch.setattr(output, "_SYSTEM_DIRECTORIES", (f"{tmp_path}/",))
+    link = tmp_path / "stdout"
+    link.symlink_to(tmp_path / "closed-descriptor")
+    with pytest.raises(OutputError, match="leads to no open file"):
+        output.check_writable(link)
+    with pytest.raises(OutputError, match="cannot write"):
+        output.write(output.Destination("json", str(link)), lambda stream: stream.write("{}"))
+    assert link.is_symlink()
