@@ -41,7 +41,8 @@ from scanner.model.workloads import INSTANCE_FACTS
 _WORKLOAD: Final = re.compile(r"(?<!\w)workload\b")
 """Also after a dot: ``.workload`` is the global variable too (and a field of that name
 elsewhere is only counted once too often)."""
-_FIELD: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
+FIELD: Final = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
+"""A field read after a name (``.gpu``); group 2 set when it is a call (a macro)."""
 _ON_CONTROLLED: Final = re.compile(r"(?<![\w.])workload\s*\.\s*controlled\s*\?")
 _UNREADABLE: Final = re.compile(r"\"\"\"|'''|(?<![\w.'\"])[rRbB]{1,2}[\"']")
 _OPEN: Final = "([{"
@@ -55,12 +56,12 @@ def reads_instance_facts_only(sources: Iterable[str]) -> bool:
     """Whether the expressions ``sources`` (all of one rule's) read ``workload`` only
     as the module docstring allows."""
     for source in sources:
-        text = _readable(source)
+        text = readable(source)
         if text is None:
             return False
         skipped = _never_evaluated(text)
         for match in _WORKLOAD.finditer(text):
-            field = _FIELD.match(text, match.end())
+            field = FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 return False  # whole, indexed, or a macro over its keys
             if field.group(1) not in INSTANCE_FACTS and not any(
@@ -83,18 +84,18 @@ def workload_fields(sources: Iterable[str]) -> frozenset[str] | None:
     """
     fields: set[str] = set()
     for source in sources:
-        text = _readable(source)
+        text = readable(source)
         if text is None:
             return None
         for match in _WORKLOAD.finditer(text):
-            field = _FIELD.match(text, match.end())
+            field = FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 return None
             fields.add(field.group(1))
     return frozenset(fields)
 
 
-def _readable(source: str) -> str | None:
+def readable(source: str) -> str | None:
     """``source`` with its string literals emptied, or None when this reading cannot
     follow it (raw, bytes or triple-quoted strings, ``//`` comments)."""
     if _UNREADABLE.search(source):

@@ -413,8 +413,7 @@ def _message(text: object) -> str:
     """A message from an expression on one line, capped. It quotes object data (names,
     values), so a line break inside is shown escaped rather than ending the message
     there: ``runtimeClassName: "nvidia\\u2028x"`` must not read as ``nvidia``."""
-    line = _LINE_BREAK.sub(_escaped, str(text).strip())
-    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
+    return _capped(_LINE_BREAK.sub(_escaped, str(text).strip()))
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -424,8 +423,11 @@ def _escaped(match: re.Match[str]) -> str:
 def _one_line(text: object) -> str:
     """The first line of an error (cel-cpp adds lines pointing at the expression)."""
     lines = str(text).strip().splitlines()
-    first = lines[0].strip() if lines else ""
-    return first if len(first) <= MESSAGE_LIMIT else first[: MESSAGE_LIMIT - 1] + "…"
+    return _capped(lines[0].strip() if lines else "")
+
+
+def _capped(line: str) -> str:
+    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
 
 
 def document_findings(

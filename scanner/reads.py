@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scanner.guards import strip_strings
+from scanner.deferral import FIELD, readable
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.rules import Rule
@@ -123,10 +123,6 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
 table (``"*"`` aside), or the variable used whole, counts as the whole variable."""
 
 _VARIABLE = re.compile(r"(?<![\w.])(" + "|".join(FACTS) + r")\b")
-_FIELD = re.compile(r"\s*\.\s*([A-Za-z_]\w*)(\s*\()?")
-_UNREADABLE = re.compile(r"\"\"\"|'''|(?<![\w.'\"])[rRbB]{1,2}[\"']")
-"""Raw, bytes and triple-quoted strings: ``strip_strings`` cannot empty them (as in
-scanner/deferral.py); ``//`` comments cannot be told from a string's content."""
 _CONTAINER_SIGNATURE = re.compile(r"\.\s*signature\b|\[\s*(?:\"|[A-Za-z_])")
 """Containers carry one joined fact, ``signature`` (scanner.model.signatures): a rule
 that names it, or indexes anything with a string or a variable (``c["signature"]``),
@@ -144,19 +140,19 @@ def fact_kinds(sources: Iterable[str]) -> frozenset[str]:
     """
     kinds: set[str] = set()
     for source in sources:
-        text = strip_strings(source)
-        if _UNREADABLE.search(source) or "//" in text:
+        text = readable(source)
+        if text is None:
             return ALL_KINDS
         for match in _VARIABLE.finditer(text):
             variable = match.group(1)
             whole, fields = FACTS[variable]
-            field = _FIELD.match(text, match.end())
+            field = FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 kinds |= whole
                 continue
             name = field.group(1)
             if variable == "workload" and name == "ns":  # the namespace's facts, nested
-                nested = _FIELD.match(text, field.end())
+                nested = FIELD.match(text, field.end())
                 if nested is None or nested.group(2) is not None:
                     kinds |= _NS_WHOLE
                 else:
