@@ -14,6 +14,7 @@ import datetime
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,8 @@ ENORMOUS = "7" * 5000  # past what int() parses
     [
         ("0", 0),
         ("-42", -42),
+        (str(2**53 - 1), 2**53 - 1),  # the last integer orjson's strict check passes
+        (str(2**53), 2**53),  # parsed again by the standard parser: the same value
         (str(2**63 - 1), 2**63 - 1),
         (str(-(2**63)), -(2**63)),
         (str(2**63), float(2**63)),
@@ -46,6 +49,25 @@ ENORMOUS = "7" * 5000  # past what int() parses
 def test_json_integers_are_read_the_api_servers_way(text: str, value: object) -> None:
     read = numbers.loads(f'{{"n": {text}}}')["n"]
     assert read == value and type(read) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "check"),
+    [
+        ('{"n": NaN}', lambda n: n != n),  # what json.loads accepts and orjson refuses
+        ('{"n": "\\ud800x"}', lambda n: n == "\ud800x"),  # surrogates.py replaces it later
+        ('{"n": 1, "n": 2}', lambda n: n == 2),  # the last of duplicate keys, either way
+        ('{"n": ' + "[" * 900 + "]" * 900 + "}", lambda n: isinstance(n, list)),
+    ],
+)
+def test_what_orjson_refuses_the_standard_parser_reads(text: str, check: Any) -> None:
+    assert check(numbers.loads(text)["n"])
+
+
+def test_malformed_json_keeps_the_standard_parsers_position() -> None:
+    with pytest.raises(json.JSONDecodeError) as raised:
+        numbers.loads('{"a": 1,\n "b": }')
+    assert (raised.value.lineno, raised.value.colno) == (2, 7)
 
 
 def pod(name: str, priority: object) -> dict[str, object]:
