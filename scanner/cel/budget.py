@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 from scanner.errors import CelError
 from scanner.inventory import join_path
 
@@ -194,7 +196,7 @@ def oversize(name: str, value: Any) -> Oversize | None:
     """The first value inside ``value`` over ``MAX_ITEMS`` entries or ``MAX_STRING``
     characters, named by its CEL path (``value`` is the CEL variable ``name``), or None.
     """
-    if not _any_oversize(value):
+    if _too_small(value) or not _any_oversize(value):
         return None
     found = _first_oversize(value)
     if found is None:  # pragma: no cover - the two walks apply the same limits
@@ -215,6 +217,21 @@ def oversize(name: str, value: Any) -> Oversize | None:
         f"lists or maps over {MAX_ITEMS:,} entries (rule cost limit)",
         path,
     )
+
+
+SMALL: Final = 2 * MAX_ITEMS + 3
+"""The shortest compact JSON of a list over ``MAX_ITEMS`` entries (``[0,0,...,0]``);
+a map over the limit, or a string or key over ``MAX_STRING``, is longer still."""
+
+
+def _too_small(value: Any) -> bool:
+    """Whether ``value`` is too small to hold anything over a limit: one call in C that
+    settles most objects (a pod is 1-2 KB) in ~2 µs instead of a ~13 µs walk. Values
+    orjson does not encode (keys that are not text, integers past 64 bits) are walked."""
+    try:
+        return len(orjson.dumps(value)) < SMALL
+    except TypeError:  # orjson.JSONEncodeError
+        return False
 
 
 def _any_oversize(root: Any) -> bool:

@@ -258,6 +258,22 @@ def test_oversize_names_the_first_value_over_a_limit_by_its_cel_path() -> None:
     assert found is not None and found.message.startswith("object.data holds 1,001 entries")
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        [0] * (MAX_ITEMS + 1),  # the shortest JSON over the item limit: SMALL characters
+        {"": [0] * (MAX_ITEMS + 1)},
+        {str(index % 10) * (index // 10 + 1): 0 for index in range(MAX_ITEMS + 1)},
+        "x" * (MAX_STRING + 1),
+        {"x" * (MAX_STRING + 1): 0},
+        [2**70, [0] * (MAX_ITEMS + 1)],  # orjson does not encode it: walked
+    ],
+)
+def test_the_size_shortcut_never_hides_a_value_over_a_limit(value: object) -> None:
+    assert oversize("object", value) is not None
+    assert oversize("object", [0] * MAX_ITEMS) is None  # SMALL - 2 characters: settled in C
+
+
 def _rule(tmp_path: Path, name: str, **fields: str) -> None:
     text = (Path(__file__).parent / "rule_template.yaml").read_text()
     text = text.replace("X001", name).replace("EXPRESSION", fields.get("expression", "true"))
