@@ -226,7 +226,7 @@ def read(path: str, context: str | None = None) -> Capture:
     # A snapshot of a large cluster is millions of dicts that all survive: without the
     # pause the collector rescans the growing heap on every allocation burst.
     with collector_paused():
-        documents = _parse(path, text)
+        documents = _parse(path, text, data)
         if surrogates.may_hold(text):
             try:
                 documents = surrogates.replaced(documents)
@@ -286,10 +286,11 @@ def json_type(value: object) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-def _parse(path: str, text: str) -> list[Any]:
+def _parse(path: str, text: str, data: bytes) -> list[Any]:
+    """``data`` is ``text`` encoded (UTF-8, no BOM): JSON is decoded from it."""
     if text.lstrip()[:1] in ("{", "["):
         try:
-            value = numbers.loads(text)
+            value = numbers.loads(data)
         except RecursionError:
             raise UsageError(f"{path}: nested too deeply") from None
         except json.JSONDecodeError as error:

@@ -35,8 +35,8 @@ ENORMOUS = "7" * 5000  # past what int() parses
     [
         ("0", 0),
         ("-42", -42),
-        (str(2**53 - 1), 2**53 - 1),  # the last integer orjson's strict check passes
-        (str(2**53), 2**53),  # parsed again by the standard parser: the same value
+        ("9" * 18, int("9" * 18)),  # the longest run msgspec decodes alone
+        ("1" + "0" * 18, 10**18),  # 19 digits: the standard parser, the same value
         (str(2**63 - 1), 2**63 - 1),
         (str(-(2**63)), -(2**63)),
         (str(2**63), float(2**63)),
@@ -57,11 +57,42 @@ def test_json_integers_are_read_the_api_servers_way(text: str, value: object) ->
         ('{"n": NaN}', lambda n: n != n),  # what json.loads accepts and orjson refuses
         ('{"n": "\\ud800x"}', lambda n: n == "\ud800x"),  # surrogates.py replaces it later
         ('{"n": 1, "n": 2}', lambda n: n == 2),  # the last of duplicate keys, either way
-        ('{"n": ' + "[" * 900 + "]" * 900 + "}", lambda n: isinstance(n, list)),
     ],
 )
-def test_what_orjson_refuses_the_standard_parser_reads(text: str, check: Any) -> None:
+def test_what_msgspec_refuses_the_standard_parser_reads(text: str, check: Any) -> None:
     assert check(numbers.loads(text)["n"])
+
+
+@pytest.mark.parametrize(
+    ("text", "long"),
+    [
+        ('{"image": "r/a@sha256:1234567890123456789012abc"}', False),  # a digest's digits
+        ('{"image": "r/a@sha256:abc1234567890123456789012"}', False),
+        ('{"n": 123456789012345678}', False),  # 18 digits always fit int64
+        ('{"n": 1234567890123456789}', True),
+        ('{"n":-1234567890123456789 }', True),
+        ("[1,\n  12345678901234567890]", True),
+        ("12345678901234567890", True),
+        ('{"n": 12345678901234567890.5}', False),  # a float either way
+        ('{"note": "id:1234567890123456789,x"}', True),  # looks like one: parsed slowly
+    ],
+)
+def test_integers_that_may_not_fit_send_a_document_to_the_standard_parser(
+    text: str, long: bool
+) -> None:
+    assert numbers._may_hold_long_integer(text.encode()) is long
+    assert numbers.loads(text) == json.loads(text, parse_int=numbers.json_int)
+
+
+def test_a_plain_document_never_reaches_the_standard_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("json.loads called")
+
+    monkeypatch.setattr(json, "loads", refuse)
+    text = json.dumps({"items": [pod("a", 7)], "image": "r@sha256:" + "1" * 64})
+    assert numbers.loads(text.encode())["items"][0]["spec"]["priority"] == 7
 
 
 def test_malformed_json_keeps_the_standard_parsers_position() -> None:
