@@ -68,6 +68,7 @@ def evaluate(
         rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
     }
     measured: dict[int, Oversize | None] = {}  # id(object body) -> rule cost limit problem
+    many = sum(len(items) for items in subjects.values()) >= PARALLEL_FROM
     # Only an audit has deferred subjects (controlled workloads); scans skip the reading.
     deferring = any(subject.complete is not None for subject in subjects.get("workload", ()))
     light = {
@@ -156,7 +157,7 @@ def evaluate(
                         refuse = None
                         if step.iterates:
                             if id(body) not in measured:
-                                measured[id(body)] = oversize("object", body)
+                                measured[id(body)] = oversize("object", body, many=many)
                             refuse = measured[id(body)]
                             if guard is not None and step.condition_iterates and refuse is None:
                                 decided = guard.decide(variables, body)

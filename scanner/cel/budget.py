@@ -30,11 +30,9 @@ code 3), never an aborted scan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache, lru_cache
 from typing import Any, Final, NamedTuple
-
-import msgspec
 
 from scanner.errors import CelError
 from scanner.inventory import join_path
@@ -192,11 +190,14 @@ class Oversize(NamedTuple):
     """Its field path inside the variable (``spec.containers[0].image``), for a location."""
 
 
-def oversize(name: str, value: Any) -> Oversize | None:
+def oversize(name: str, value: Any, *, many: bool = False) -> Oversize | None:
     """The first value inside ``value`` over ``MAX_ITEMS`` entries or ``MAX_STRING``
     characters, named by its CEL path (``value`` is the CEL variable ``name``), or None.
+
+    ``many``: the caller measures many values, so the C shortcut (``_too_small``) repays
+    importing msgspec; a pre-commit run on one file only walks its few objects.
     """
-    if _too_small(value) or not _any_oversize(value):
+    if (many and _too_small(value)) or not _any_oversize(value):
         return None
     found = _first_oversize(value)
     if found is None:  # pragma: no cover - the two walks apply the same limits
@@ -229,12 +230,17 @@ def _too_small(value: Any) -> bool:
     settles most objects (a pod is 1-2 KB) in ~4 µs instead of a ~13 µs walk. Values
     msgspec does not encode (lone surrogates) are walked."""
     try:
-        return len(_ENCODE(value)) < SMALL
+        return len(_encoder()(value)) < SMALL
     except (TypeError, ValueError):
         return False
 
 
-_ENCODE: Final = msgspec.json.Encoder().encode
+@cache
+def _encoder() -> Callable[[Any], bytes]:
+    """msgspec's JSON encoder, imported on first use (~14 ms, not on every start-up)."""
+    import msgspec
+
+    return msgspec.json.Encoder().encode
 
 
 def _any_oversize(root: Any) -> bool:

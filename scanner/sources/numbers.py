@@ -22,9 +22,9 @@ see. Both keep the last of duplicate keys. Real API servers never send such inte
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import cache
 from typing import Any, Final
-
-import msgspec
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
@@ -56,14 +56,23 @@ def loads(data: str | bytes) -> Any:
     except UnicodeEncodeError:  # a lone surrogate: the standard parser's error
         raw = b""
     if raw and not _may_hold_long_integer(raw):
+        decode, refused = _decoder()
         try:
-            return _DECODER.decode(raw)
-        except (msgspec.DecodeError, RecursionError):
+            return decode(raw)
+        except (refused, RecursionError):
             pass  # read, or rejected with a position, by the standard parser
     return json.loads(data, parse_int=json_int)
 
 
-_DECODER: Final = msgspec.json.Decoder()
+@cache
+def _decoder() -> tuple[Callable[[bytes], Any], type[Exception]]:
+    """msgspec's decoder and its error, imported on first use: a scan of manifests
+    (this module's ``api_number`` is on its path) does not pay the ~14 ms import."""
+    import msgspec
+
+    return msgspec.json.Decoder().decode, msgspec.DecodeError
+
+
 _AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 _LONG: Final = b"0" * 19
 """The digits of an integer that may not fit int64 (its 19th digit can)."""

@@ -270,8 +270,9 @@ def test_oversize_names_the_first_value_over_a_limit_by_its_cel_path() -> None:
     ],
 )
 def test_the_size_shortcut_never_hides_a_value_over_a_limit(value: object) -> None:
-    assert oversize("object", value) is not None
-    assert oversize("object", [0] * MAX_ITEMS) is None  # SMALL - 2 characters: settled in C
+    assert oversize("object", value, many=True) is not None
+    assert oversize("object", value, many=True) == oversize("object", value)
+    assert oversize("object", [0] * MAX_ITEMS, many=True) is None  # settled in C
 
 
 def _rule(tmp_path: Path, name: str, **fields: str) -> None:
