@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from scanner.config import Config
 from scanner.inventory import KubeObject, as_mapping, join_path
@@ -89,12 +89,26 @@ def _node(
     facts["gpu"] = bool(allocatable or capacity) or facts["gpuLabeled"]
     if facts["statusKnown"]:
         facts["advertises"] = sorted(name for name, count in allocatable.items() if count > 0)
-    counted = max([*allocatable.values(), *capacity.values(), facts["gpuCount"]], default=0)
-    facts["gpuCount"] = counted
+    facts["gpuCount"] = max(_whole_gpus(facts, observed or {}), facts["gpuCount"])
     facts["taintsPath"] = "spec.taints"
     facts["labelsPath"] = "metadata.labels"
     facts["devicePluginConfigPath"] = join_path("metadata.labels", DEVICE_PLUGIN_LABEL)
     return facts
+
+
+def _whole_gpus(facts: Mapping[str, Any], observed: Mapping[str, int]) -> int:
+    """The whole GPUs a Node's status shows: ``nvidia.com/gpu`` (or its ``.shared``
+    name), once per GPU: a time-sliced or MPS node advertises each GPU once per replica.
+    Never MIG slices: ``nvidia.com/mig-*``, nor ``nvidia.com/gpu`` under the single
+    strategy (GFD's ``nvidia.com/gpu.count`` then says how many GPUs are sliced)."""
+    if "mig" in facts["sharing"] and facts["migStrategy"] != "mixed":
+        return 0
+    advertised = max(observed.get(WHOLE_GPU, 0), observed.get(f"{WHOLE_GPU}.shared", 0))
+    replicas = facts["replicas"]
+    return advertised // replicas if replicas > 1 else advertised
+
+
+WHOLE_GPU: Final = "nvidia.com/gpu"
 
 
 def _declaration(

@@ -403,7 +403,9 @@ def _target(
 def per_node(resource: str, member: Mapping[str, Any]) -> int:
     """How many ``resource`` one node like ``member`` has; 0 when unknown (PG108).
 
-    Whole GPUs count as the node's GPUs (``gpuCount``). A MIG slice is known only
+    Whole GPUs count as what a live Node's status shows (a mixed-strategy node
+    advertises its GPUs less those split into slices), else the node's GPUs
+    (``gpuCount``). A MIG slice is known only
     from what a Node's status shows, for a GPU's slice count depends on its model,
     not just on the profile (``all-1g.10gb`` makes 7 on an H100, 4 on an A100 40GB).
     Slices are ``nvidia.com/mig-*``, and ``nvidia.com/gpu`` on a MIG node that
@@ -426,7 +428,8 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
         seen = member["resourceCounts"].get(resource, 0)
         shares = member["gpuCount"] * member.get("replicas", 0)
         return min(int(seen or shares or member["gpuCount"]), _MOST)
-    return int(member["gpuCount"])
+    # What a live Node advertises: under the mixed strategy, its GPUs less those split.
+    return int(member["resourceCounts"].get(resource) or member["gpuCount"])
 
 
 _MOST = 2**31

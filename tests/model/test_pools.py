@@ -264,3 +264,32 @@ def test_pool_layouts_tell_named_mig_configs_apart() -> None:
     [pool] = model.pools
     assert pool.facts["migProfiles"] == ["1g.10gb"]
     assert pool.facts["migLayouts"] == ["1g.10gb", "five-1g-one-2g"]
+
+
+def test_whole_gpus_of_a_live_node_are_neither_slices_nor_replicas() -> None:
+    """A mixed-strategy node with one GPU whole and one in 7 slices has one whole GPU
+    (the slices counted as GPUs let a pod asking for 4 look as if it fit); a node
+    advertising 32 time-sliced ``nvidia.com/gpu`` with 4 replicas has 8 GPUs."""
+    toleration = "[{key: nvidia.com/gpu, operator: Exists}]"
+    mixed_status = "status:\n  allocatable: {nvidia.com/gpu: '1', nvidia.com/mig-1g.10gb: '7'}"
+    model = model_of(
+        node("mixed", "{pool: mixed, sku: mixed, nvidia.com/mig.strategy: mixed}", mixed_status),
+        node(
+            "sliced",
+            '{pool: sliced, sku: sliced, nvidia.com/gpu.replicas: "4"}',
+            "status:\n  allocatable: {nvidia.com/gpu: '32'}",
+        ),
+        node(
+            "single",
+            '{pool: single, nvidia.com/gpu.count: "1", nvidia.com/mig.strategy: single, '
+            "nvidia.com/mig.config: all-1g.10gb}",
+            "status:\n  allocatable: {nvidia.com/gpu: '7'}",
+        ),
+        pod("four", "{sku: mixed}", toleration, "nvidia.com/gpu", 4),
+    )
+    assert node_facts(model, "mixed")["gpuCount"] == 1
+    assert node_facts(model, "sliced")["gpuCount"] == 8
+    assert node_facts(model, "single")["gpuCount"] == 1  # GFD's count; the 7 are slices
+    four = next(w.facts for w in model.workloads if w.obj.name == "four")
+    assert four["targets"][0]["perNode"] == {"nvidia.com/gpu": 1}
+    assert four["diagnosis"] == ("asks for 4 GPUs in one container; the largest node has 1")
