@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scanner import audit, engine, guards
 from scanner.cel import cpp_available
@@ -242,3 +244,42 @@ def test_findings_on_a_large_integer_do_not_depend_on_guards_or_fields(
     first = [f for f in plain if f[1].endswith("/p0")]
     assert {f[3] for f in first} == {"fail"}  # no rule errors on the large integer
     assert ("ACME303", first[-1][1], "1.8446744073709552e+19", "fail") in first
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**18, 2**64])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet='0123456789ab:,[]{}"\\ -.e', max_size=40)
+)
+_DOCUMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DOCUMENTS, st.sampled_from([None, 0, 2]))
+def test_msgspec_and_the_standard_parser_read_every_document_alike(
+    document: object, indent: int | None
+) -> None:
+    """Whichever parser reads a document, the values are those of ``json.loads`` with
+    integers read the API server's way: the fast path changes nothing but speed."""
+    text = json.dumps(document, indent=indent, separators=None if indent else (",", ":"))
+    expected = json.loads(text, parse_int=numbers.json_int)
+    read = numbers.loads(text.encode())
+    assert read == expected
+    assert _types(read) == _types(expected)
+
+
+def _types(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _types(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_types(item) for item in value]
+    return type(value).__name__
