@@ -6,8 +6,8 @@ account config when running in a pod, else ``~/.kube/config``) and
 the kubeconfig says, handled by the client; TLS verification stays on.
 
 Reading: every GET goes through the client's own HTTP layer (its TLS, proxy and
-auth settings, token refresh included), and the raw body is decoded with
-``json.loads`` into plain dicts (``_preload_content=False`` on older clients).
+auth settings, token refresh included), and the raw body is decoded into plain
+dicts (``scanner.sources.apihttp``; ``_preload_content=False`` on older clients).
 The client's typed models are never built: they reject objects that lack fields
 their schema marks required (kubernetes 37) and are slow at 100,000 pods; its
 generated API classes are not even imported (``CoreV1Api`` takes 5 s to import).
@@ -26,7 +26,6 @@ command talks to a cluster, so ``poolgate scan`` never pays for it.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from scanner.sources import numbers, surrogates
+from scanner.sources import apihttp
 from scanner.sources.kubeconfig import (
     ClientLog,
     check_server,
@@ -324,16 +323,16 @@ class Cluster:
         for attempt in range(settings.retry.attempts):
             retry_after: float | None = None
             try:
-                status, data, headers = _raw_get(
+                status, data, headers = apihttp.raw_get(
                     self._client, path, query, (settings.connect_timeout, settings.request_timeout)
                 )
                 if 200 <= status < 300:
-                    body = _decode(data)
+                    body = apihttp.decode(data)
                     wrong = shape(body) if shape is not None else ""
                     if wrong:
                         raise _RequestFailed(Failure("failed", f"200 OK, but {wrong}"))
                     return body
-                message = _status_message(status, data)
+                message = apihttp.status_message(status, data)
                 if status == 410 and expiring:
                     raise _Expired()
                 if status == 403:
@@ -347,13 +346,13 @@ class Cluster:
                 if status not in _RETRY_STATUSES:
                     raise _RequestFailed(Failure("failed", message))
                 last = message
-                retry_after = _retry_after(headers) if status == 429 else None
-            except _TransportFailed as error:  # the client's own failure (TLS, for one)
+                retry_after = apihttp.retry_after(headers) if status == 429 else None
+            except apihttp.TransportFailed as error:  # the client's own failure (TLS, for one)
                 raise _RequestFailed(Failure("failed", str(error))) from None
             except urllib3.exceptions.SSLError as error:
                 raise _RequestFailed(Failure("failed", f"TLS: {error}")) from None
             except urllib3.exceptions.HTTPError as error:
-                last = _transport_message(error, settings.request_timeout)
+                last = apihttp.transport_message(error, settings.request_timeout)
             except ValueError as error:  # a 2xx body that is not a JSON object
                 last = f"unreadable response: {error}"
             if attempt + 1 < settings.retry.attempts:
@@ -400,10 +399,6 @@ def _kinds(listing: Mapping[str, tuple[str, bool]] | Failure) -> Mapping[str, tu
     return {} if isinstance(listing, Failure) else listing
 
 
-class _TransportFailed(Exception):
-    """The client could not make the request at all (``ApiException`` with status 0)."""
-
-
 def _list_path(served: Served, namespace: str) -> str:
     group = served.resource.group
     base = f"/apis/{group}/{served.version}" if group else f"/api/{served.version}"
@@ -412,126 +407,12 @@ def _list_path(served: Served, namespace: str) -> str:
     return f"{base}/{served.plural}"
 
 
-def _raw_get(
-    api_client: Any, path: str, query: Sequence[tuple[str, str | int]], timeout: tuple[float, float]
-) -> tuple[int, bytes, Mapping[str, str]]:
-    """(status, body, headers) of one GET through the client's own HTTP layer and auth.
-
-    Nothing is decoded into the client's typed models, and none of its generated
-    API classes are imported (``CoreV1Api`` alone takes five seconds to import).
-    kubernetes >= 33 builds requests with ``param_serialize`` and never raises on a
-    status; older clients raise ``ApiException`` for anything but 2xx.
-    """
-    from kubernetes.client.exceptions import ApiException
-
-    headers = {"Accept": "application/json"}
-    try:
-        if hasattr(api_client, "param_serialize"):
-            request = api_client.param_serialize(
-                "GET",
-                path,
-                query_params=list(query),
-                header_params=headers,
-                auth_settings=["BearerToken"],
-            )
-            response = api_client.call_api(*request, _request_timeout=timeout)
-            try:
-                data = response.read()
-            finally:
-                response.response.release_conn()
-            return int(response.status), bytes(data), response.headers
-        response = api_client.call_api(
-            path,
-            "GET",
-            query_params=list(query),
-            header_params=headers,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
-        return int(response.status), bytes(response.data), response.headers
-    except ApiException as error:
-        if not error.status:
-            raise _TransportFailed(_first_line(str(error.reason or error))) from None
-        body = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
-        return int(error.status), body, error.headers or {}
-
-
 class ListError(Exception):
     """A kind that could not be listed: ``failure.status`` says why."""
 
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.message)
         self.failure = failure
-
-
-def _decode(data: bytes) -> dict[str, Any]:
-    try:
-        value = numbers.loads(data)  # integers past int64 as the API server holds them
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    if not isinstance(value, dict):
-        raise ValueError("expected a JSON object")
-    if surrogates.may_hold(data):
-        try:
-            value = surrogates.replaced(value)
-        except RecursionError:
-            raise ValueError("nested too deeply") from None
-    return value  # type: ignore[no-any-return]
-
-
-def _status_message(status: int, data: bytes) -> str:
-    """The API server's own words from a ``Status`` body, else the HTTP status."""
-    reason = _REASONS.get(status, "")
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        document = None
-    if isinstance(document, Mapping) and isinstance(document.get("message"), str):
-        return f"{status} {reason}: {document['message']}".replace(" :", ":")
-    return f"{status} {reason}".strip()
-
-
-_REASONS = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    410: "Gone",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _first_line(text: str) -> str:
-    """urllib3 and ssl errors nest; the last line of the reason says what happened."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "request failed"
-
-
-def _transport_message(error: Exception, read_timeout: float) -> str:
-    import urllib3
-
-    if isinstance(error, urllib3.exceptions.ReadTimeoutError):
-        return f"no response within {read_timeout:g} s"
-    # NewConnectionError subclasses ConnectTimeoutError in urllib3 2: test it first.
-    if isinstance(error, urllib3.exceptions.NewConnectionError):
-        return "connection refused or host unreachable"
-    if isinstance(error, urllib3.exceptions.ConnectTimeoutError):
-        return "connection timed out"
-    return f"{type(error).__name__}: {error}"
 
 
 # -- connecting ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from scanner import audit, engine, guards
 from scanner.cel import cpp_available
 from scanner.pipeline import ScanOptions, load_ruleset
-from scanner.sources import cluster, numbers, snapshot
+from scanner.sources import apihttp, numbers, snapshot
 from scanner.sources.yamldoc import parse_plain
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -189,10 +189,10 @@ def test_nul_in_snapshot_strings_reads_as_in_manifests(tmp_path: Path) -> None:
 
 def test_a_list_response_is_decoded_the_same_way() -> None:
     data = f'{{"kind": "PodList", "items": [{{"spec": {{"priority": {BIG}}}}}]}}'.encode()
-    assert cluster._decode(data)["items"][0]["spec"]["priority"] == float(BIG)
-    assert cluster._decode(b'{"items": ["a\\u0000b"]}')["items"] == ["a\ufffdb"]
+    assert apihttp.decode(data)["items"][0]["spec"]["priority"] == float(BIG)
+    assert apihttp.decode(b'{"items": ["a\\u0000b"]}')["items"] == ["a\ufffdb"]
     with pytest.raises(ValueError, match="nested too deeply"):
-        cluster._decode(b'{"a": ' + b"[" * 5000 + b'"\\ud800"' + b"]" * 5000 + b"}")
+        apihttp.decode(b'{"a": ' + b"[" * 5000 + b'"\\ud800"' + b"]" * 5000 + b"}")
 
 
 RULES = {

@@ -1,0 +1,134 @@
+"""One GET to the API server through the ``kubernetes`` client's HTTP layer, and its
+answer: the raw body decoded into plain dicts, a ``Status`` body's message, the
+``Retry-After`` header, and transport failures in one line (``scanner.sources.cluster``
+pages, retries and reports).
+
+The body is decoded by ``scanner.sources.numbers`` (integers past int64 read as the
+API server holds them), never into the client's typed models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scanner.sources import numbers, surrogates
+
+
+class TransportFailed(Exception):
+    """The client could not make the request at all (``ApiException`` with status 0)."""
+
+
+def raw_get(
+    api_client: Any, path: str, query: Sequence[tuple[str, str | int]], timeout: tuple[float, float]
+) -> tuple[int, bytes, Mapping[str, str]]:
+    """(status, body, headers) of one GET through the client's own HTTP layer and auth.
+
+    Nothing is decoded into the client's typed models, and none of its generated
+    API classes are imported (``CoreV1Api`` alone takes five seconds to import).
+    kubernetes >= 33 builds requests with ``param_serialize`` and never raises on a
+    status; older clients raise ``ApiException`` for anything but 2xx.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    headers = {"Accept": "application/json"}
+    try:
+        if hasattr(api_client, "param_serialize"):
+            request = api_client.param_serialize(
+                "GET",
+                path,
+                query_params=list(query),
+                header_params=headers,
+                auth_settings=["BearerToken"],
+            )
+            response = api_client.call_api(*request, _request_timeout=timeout)
+            try:
+                data = response.read()
+            finally:
+                response.response.release_conn()
+            return int(response.status), bytes(data), response.headers
+        response = api_client.call_api(
+            path,
+            "GET",
+            query_params=list(query),
+            header_params=headers,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+        return int(response.status), bytes(response.data), response.headers
+    except ApiException as error:
+        if not error.status:
+            raise TransportFailed(_first_line(str(error.reason or error))) from None
+        body = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
+        return int(error.status), body, error.headers or {}
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    try:
+        value = numbers.loads(data)  # integers past int64 as the API server holds them
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    if surrogates.may_hold(data):
+        try:
+            value = surrogates.replaced(value)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+    return value  # type: ignore[no-any-return]
+
+
+def status_message(status: int, data: bytes) -> str:
+    """The API server's own words from a ``Status`` body, else the HTTP status."""
+    reason = _REASONS.get(status, "")
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        document = None
+    if isinstance(document, Mapping) and isinstance(document.get("message"), str):
+        return f"{status} {reason}: {document['message']}".replace(" :", ":")
+    return f"{status} {reason}".strip()
+
+
+_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    410: "Gone",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _first_line(text: str) -> str:
+    """urllib3 and ssl errors nest; the last line of the reason says what happened."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "request failed"
+
+
+def transport_message(error: Exception, read_timeout: float) -> str:
+    import urllib3
+
+    if isinstance(error, urllib3.exceptions.ReadTimeoutError):
+        return f"no response within {read_timeout:g} s"
+    # NewConnectionError subclasses ConnectTimeoutError in urllib3 2: test it first.
+    if isinstance(error, urllib3.exceptions.NewConnectionError):
+        return "connection refused or host unreachable"
+    if isinstance(error, urllib3.exceptions.ConnectTimeoutError):
+        return "connection timed out"
+    return f"{type(error).__name__}: {error}"
