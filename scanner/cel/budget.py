@@ -30,7 +30,7 @@ code 3), never an aborted scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache, lru_cache
 from typing import Any, Final, NamedTuple
 
@@ -204,7 +204,7 @@ def oversize(name: str, value: Any, *, many: bool = False) -> Oversize | None:
         return None
     parts, size, is_text = found
     path = ""
-    for part in reversed(parts):
+    for part in parts:
         path = join_path(path, part)
     where = f"{name}{path}" if path.startswith("[") else f"{name}.{path}" if path else name
     if is_text:
@@ -228,10 +228,11 @@ a map over the limit, or a string or key over ``MAX_STRING``, is longer still.""
 def _too_small(value: Any) -> bool:
     """Whether ``value`` is too small to hold anything over a limit: one call in C that
     settles most objects (a pod is 1-2 KB) in ~4 µs instead of a ~13 µs walk. Values
-    msgspec does not encode (lone surrogates) are walked."""
+    msgspec does not encode (lone surrogates) or encodes recursively past the
+    interpreter's limit (nesting near 1,000 levels) are walked."""
     try:
         return len(_encoder()(value)) < SMALL
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # deep values too: the walk is iterative
         return False
 
 
@@ -270,28 +271,33 @@ def _any_oversize(root: Any) -> bool:
 
 
 def _first_oversize(value: Any) -> tuple[list[str | int], int, bool] | None:
-    """(reversed path, size, is a string) of the first value over a limit, else None."""
+    """(path, size, is a string) of the first value over a limit, in document order,
+    else None. Iterative, as ``_any_oversize`` is: an oversized value may sit beside
+    nesting as deep as a snapshot may hold."""
     if value.__class__ is str:
         return ([], len(value), True) if len(value) > MAX_STRING else None
-    if isinstance(value, list):
-        if len(value) > MAX_ITEMS:
-            return [], len(value), False
-        pairs: Iterable[tuple[str | int, Any]] = enumerate(value)
-    elif isinstance(value, Mapping):
-        if len(value) > MAX_ITEMS:
-            return [], len(value), False
-        pairs = value.items()
-    else:
+    if not isinstance(value, list | Mapping):
         return None
-    for key, item in pairs:
-        if isinstance(key, str) and len(key) > MAX_STRING:
-            return [f"{key[:40]}…"], len(key), True
-        if item.__class__ is str:
-            if len(item) > MAX_STRING:
-                return [key], len(item), True
-        elif isinstance(item, list | Mapping):
-            found = _first_oversize(item)
-            if found is not None:
-                found[0].append(key)
-                return found
+    if len(value) > MAX_ITEMS:
+        return [], len(value), False
+    stack: list[tuple[Iterator[tuple[str | int, Any]], list[str | int]]] = [(_pairs(value), [])]
+    while stack:
+        pairs, path = stack[-1]
+        for key, item in pairs:
+            if isinstance(key, str) and len(key) > MAX_STRING:
+                return [*path, f"{key[:40]}…"], len(key), True
+            if item.__class__ is str:
+                if len(item) > MAX_STRING:
+                    return [*path, key], len(item), True
+            elif isinstance(item, list | Mapping):
+                if len(item) > MAX_ITEMS:
+                    return [*path, key], len(item), False
+                stack.append((_pairs(item), [*path, key]))
+                break
+        else:
+            stack.pop()
     return None
+
+
+def _pairs(value: Any) -> Iterator[tuple[str | int, Any]]:
+    return enumerate(value) if isinstance(value, list) else iter(value.items())

@@ -97,12 +97,11 @@ def _node(
 
 
 def _whole_gpus(facts: Mapping[str, Any], observed: Mapping[str, int]) -> int:
-    """The whole GPUs a Node's status shows: ``nvidia.com/gpu`` (or its ``.shared``
-    name), once per GPU: a time-sliced or MPS node advertises each GPU once per replica.
-    Never MIG slices: ``nvidia.com/mig-*``, nor ``nvidia.com/gpu`` under the single
-    strategy (GFD's ``nvidia.com/gpu.count`` then says how many GPUs are sliced)."""
-    if "mig" in facts["sharing"] and facts["migStrategy"] != "mixed":
-        return 0
+    """The GPUs a Node's status shows: ``nvidia.com/gpu`` (or its ``.shared`` name),
+    once per GPU: a time-sliced or MPS node advertises each GPU once per replica. Never
+    the slices of the mixed strategy (``nvidia.com/mig-*``). Under the single strategy
+    every ``nvidia.com/gpu`` is a MIG device, and GFD's ``nvidia.com/gpu.count`` counts
+    those too: there the count is of MIG devices, as both say."""
     advertised = max(observed.get(WHOLE_GPU, 0), observed.get(f"{WHOLE_GPU}.shared", 0))
     replicas = facts["replicas"]
     return advertised // replicas if replicas > 1 else advertised

@@ -227,6 +227,7 @@ class _PoolIndex:
                         member["gpuCount"],
                         member["resourceCounts"],
                         member["sharing"],
+                        bool(member.get("statusKnown")),
                         member.get("replicas", 0),
                         bool(member.get("oneShare")),
                         bool(member.get("gke")),
@@ -428,8 +429,11 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
         seen = member["resourceCounts"].get(resource, 0)
         shares = member["gpuCount"] * member.get("replicas", 0)
         return min(int(seen or shares or member["gpuCount"]), _MOST)
-    # What a live Node advertises: under the mixed strategy, its GPUs less those split.
-    return int(member["resourceCounts"].get(resource) or member["gpuCount"])
+    # What a live Node advertises (none: 0, unknown here; PG106 and PG601 say why): under
+    # the mixed strategy, its GPUs less those split.
+    if member.get("statusKnown"):
+        return int(member["resourceCounts"].get(resource, 0))
+    return int(member["gpuCount"])
 
 
 _MOST = 2**31

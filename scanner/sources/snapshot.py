@@ -290,7 +290,7 @@ def _parse(path: str, text: str, data: bytes) -> list[Any]:
     """``data`` is ``text`` encoded (UTF-8, no BOM): JSON is decoded from it."""
     if text.lstrip()[:1] in ("{", "["):
         try:
-            value = numbers.loads(data)
+            value = numbers.loads(text, raw=data)
         except RecursionError:
             raise UsageError(f"{path}: nested too deeply") from None
         except json.JSONDecodeError as error:

@@ -275,6 +275,18 @@ def test_the_size_shortcut_never_hides_a_value_over_a_limit(value: object) -> No
     assert oversize("object", [0] * MAX_ITEMS, many=True) is None  # settled in C
 
 
+def test_the_size_shortcut_walks_what_nests_too_deep_to_encode() -> None:
+    """msgspec's encoder recurses; near the interpreter's limit it raises, and the
+    walks (iterative, both) decide instead of the run failing."""
+    deep: list[object] = []
+    for _ in range(990):
+        deep = [deep]
+    assert oversize("object", {"spec": deep}, many=True) is None
+    deep.append([0] * (MAX_ITEMS + 1))  # beside the nesting: found after it, no recursion
+    found = oversize("object", {"spec": deep}, many=True)
+    assert found is not None and found.path == "spec[1]"
+
+
 def _rule(tmp_path: Path, name: str, **fields: str) -> None:
     text = (Path(__file__).parent / "rule_template.yaml").read_text()
     text = text.replace("X001", name).replace("EXPRESSION", fields.get("expression", "true"))

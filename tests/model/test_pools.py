@@ -269,7 +269,9 @@ def test_pool_layouts_tell_named_mig_configs_apart() -> None:
 def test_whole_gpus_of_a_live_node_are_neither_slices_nor_replicas() -> None:
     """A mixed-strategy node with one GPU whole and one in 7 slices has one whole GPU
     (the slices counted as GPUs let a pod asking for 4 look as if it fit); a node
-    advertising 32 time-sliced ``nvidia.com/gpu`` with 4 replicas has 8 GPUs."""
+    advertising 32 time-sliced ``nvidia.com/gpu`` with 4 replicas has 8 GPUs. Under
+    the single strategy GFD's ``nvidia.com/gpu.count`` counts MIG devices, as the
+    status does."""
     toleration = "[{key: nvidia.com/gpu, operator: Exists}]"
     mixed_status = "status:\n  allocatable: {nvidia.com/gpu: '1', nvidia.com/mig-1g.10gb: '7'}"
     model = model_of(
@@ -281,7 +283,7 @@ def test_whole_gpus_of_a_live_node_are_neither_slices_nor_replicas() -> None:
         ),
         node(
             "single",
-            '{pool: single, nvidia.com/gpu.count: "1", nvidia.com/mig.strategy: single, '
+            '{pool: single, nvidia.com/gpu.count: "7", nvidia.com/mig.strategy: single, '
             "nvidia.com/mig.config: all-1g.10gb}",
             "status:\n  allocatable: {nvidia.com/gpu: '7'}",
         ),
@@ -289,7 +291,30 @@ def test_whole_gpus_of_a_live_node_are_neither_slices_nor_replicas() -> None:
     )
     assert node_facts(model, "mixed")["gpuCount"] == 1
     assert node_facts(model, "sliced")["gpuCount"] == 8
-    assert node_facts(model, "single")["gpuCount"] == 1  # GFD's count; the 7 are slices
+    assert node_facts(model, "single")["gpuCount"] == 7
     four = next(w.facts for w in model.workloads if w.obj.name == "four")
     assert four["targets"][0]["perNode"] == {"nvidia.com/gpu": 1}
-    assert four["diagnosis"] == ("asks for 4 GPUs in one container; the largest node has 1")
+    assert four["diagnosis"] == "asks for 4 GPUs in one container; the largest node has 1"
+
+
+def test_a_live_node_with_every_gpu_split_offers_no_whole_gpu() -> None:
+    """GFD labels both nodes with their 8 GPUs; one has split them all into slices, so
+    whole GPUs are found on the other only (its one unsplit GPU)."""
+    toleration = "[{key: nvidia.com/gpu, operator: Exists}]"
+    labels = '{pool: mixed, sku: mixed, nvidia.com/mig.strategy: mixed, nvidia.com/gpu.count: "8"}'
+    model = model_of(
+        node(
+            "split",
+            labels,
+            "status:\n  allocatable: {nvidia.com/gpu: '0', nvidia.com/mig-3g.40gb: '16'}",
+        ),
+        node(
+            "one-left",
+            labels,
+            "status:\n  allocatable: {nvidia.com/gpu: '1', nvidia.com/mig-3g.40gb: '14'}",
+        ),
+        pod("four", "{sku: mixed}", toleration, "nvidia.com/gpu", 4),
+    )
+    four = next(w.facts for w in model.workloads if w.obj.name == "four")
+    assert four["targets"][0]["perNode"] == {"nvidia.com/gpu": 1}
+    assert four["diagnosis"] == "asks for 4 GPUs in one container; the largest node has 1"

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from scanner import audit, engine, guards
 from scanner.cel import cpp_available
+from scanner.errors import UsageError
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import apihttp, numbers, snapshot
 from scanner.sources.yamldoc import parse_plain
@@ -95,6 +96,15 @@ def test_a_plain_document_never_reaches_the_standard_parser(
     monkeypatch.setattr(json, "loads", refuse)
     text = json.dumps({"items": [pod("a", 7)], "image": "r@sha256:" + "1" * 64})
     assert numbers.loads(text.encode())["items"][0]["spec"]["priority"] == 7
+
+
+def test_a_snapshot_with_nul_bytes_is_invalid_json_not_utf_32(tmp_path: Path) -> None:
+    """Given bytes, json.loads guesses UTF-16 or UTF-32 from NUL bytes: the standard
+    parser reads the snapshot's text, as it did before msgspec."""
+    path = tmp_path / "snap.json"
+    path.write_bytes(b"{\0\0\0\0")
+    with pytest.raises(UsageError, match=r"snap.json:1:2: invalid JSON"):
+        snapshot.read(str(path))
 
 
 def test_malformed_json_keeps_the_standard_parsers_position() -> None:
