@@ -18,7 +18,7 @@ import celpy
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
+from celpy.evaluation import CELEvalError, base_functions
 
 from scanner.cel import ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
@@ -87,7 +87,70 @@ def _joined(items: Any, separator: Any) -> Any:
     return celtypes.StringType(joined(to_plain(items), str(separator)))
 
 
-_FUNCTIONS = {"joined": _joined}
+# celpy's conversions differ from cel-cpp's (and the CEL spec) where rules can see it:
+# string(true) is "True", string(1.0) is "1.0", and string, int, uint, double, bool and
+# size accept null ("None", 0, 0.0, false). These give cel-cpp's answers instead.
+
+
+def _string(value: Any) -> Any:
+    if value is None:
+        return _no_overload("string")
+    if isinstance(value, celtypes.BoolType | bool):
+        return celtypes.StringType("true" if value else "false")
+    if isinstance(value, float):  # DoubleType, and the plain floats celpy's arithmetic makes
+        return celtypes.StringType(double_text(value))
+    return celtypes.StringType(value)
+
+
+def double_text(value: float) -> str:
+    """A double as cel-cpp's ``string()`` writes it: the shortest digits that read back
+    the same, in ``%g`` style (``1``, ``0.5``, ``123456``, ``1e+06``, ``1e-05``, ``-0``)."""
+    if math.isnan(value):
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+    if math.isinf(value):
+        return "-inf" if value < 0 else "inf"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    digits, exponent = _shortest(abs(value))
+    if exponent < -4 or exponent >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if exponent < 0:
+        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+    whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+    fraction = digits[exponent + 1 :]
+    return f"{sign}{whole}{'.' + fraction if fraction else ''}"
+
+
+def _shortest(value: float) -> tuple[str, int]:
+    """(significant digits, decimal exponent of the first) of ``repr(value)``."""
+    if value == 0:
+        return "0", 0
+    mantissa, _, power = repr(value).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    exponent = int(power or 0) + len(whole) - 1 - (len(whole + fraction) - len(digits))
+    return digits.rstrip("0") or "0", exponent
+
+
+def _strict(name: str, convert: Any) -> Any:
+    def call(*args: Any) -> Any:
+        if any(arg is None for arg in args):
+            return _no_overload(name)
+        return convert(*args)
+
+    return call
+
+
+def _no_overload(name: str) -> CELEvalError:
+    return CELEvalError(f"found no matching overload for '{name}' applied to '(null_type)'")
+
+
+_FUNCTIONS = {
+    "joined": _joined,
+    "string": _string,
+    **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
+    "size": _strict("size", base_functions["size"]),
+}
 
 
 class PythonEngine:

@@ -97,6 +97,49 @@ def test_runtime_errors_raise_cel_eval_error(engine: Any, source: str) -> None:
         program.evaluate(engine.activation(DATA))
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("string(object.v)", "1"),
+        ("string(object.v * 1000000.0)", "1e+06"),
+        ("string(object.v / 3.0)", "0.3333333333333333"),
+        ("string(-0.0)", "-0"),
+        ("string(123456.0) + ' ' + string(0.00001)", "123456 1e-05"),
+        ("string(object.flag)", "false"),
+        ("string(true) + string(1) + string('x')", "true1x"),
+    ],
+)
+def test_string_writes_doubles_and_bools_as_cel_cpp_does(
+    engine: Any, source: str, expected: str
+) -> None:
+    """celpy wrote "1.0" and "False"; a message built with string() must read the same
+    on both engines."""
+    data = {"object": {"v": 1.0, "flag": False}}
+    assert engine.compile(source, ResultKind.ANY).evaluate(engine.activation(data)) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "string(object.n)",
+        "int(object.n)",
+        "uint(object.n)",
+        "double(object.n)",
+        "bool(object.n)",
+        "size(object.n)",
+        "object.n.size()",
+    ],
+)
+def test_conversions_of_null_are_errors(engine: Any, source: str) -> None:
+    """No overload takes null (cel-cpp, the CEL spec); celpy answered "None", 0 or false.
+    Found by the live-snapshot property test: a null label value in PG604."""
+    program = engine.compile(source, ResultKind.ANY)
+    with pytest.raises(CelEvalError):
+        program.evaluate(engine.activation({"object": {"n": None}}))
+    absorbed = engine.compile(f"{source} == {source} || true", ResultKind.BOOL)
+    assert absorbed.evaluate(engine.activation({"object": {"n": None}})) is True
+
+
 def test_dyn_result_is_checked_at_run_time(engine: Any) -> None:
     program = engine.compile("object.metadata.name", ResultKind.BOOL)
     with pytest.raises(CelEvalError, match="must evaluate to bool"):
