@@ -87,9 +87,10 @@ def _joined(items: Any, separator: Any) -> Any:
     return celtypes.StringType(joined(to_plain(items), str(separator)))
 
 
-# celpy's conversions differ from cel-cpp's (and the CEL spec) where rules can see it:
-# string(true) is "True", string(1.0) is "1.0", and string, int, uint, double, bool and
-# size accept null ("None", 0, 0.0, false). These give cel-cpp's answers instead.
+# celpy's standard functions differ from cel-cpp's (and the CEL spec) where rules can
+# see it: string(true) is "True", string(1.0) is "1.0"; string, int, uint, double, bool
+# and size accept null ("None", 0, 0.0, false); `in` searches strings. These give
+# cel-cpp's answers instead (found by tests/hostile/test_fuzz.py, live snapshots).
 
 
 def _string(value: Any) -> Any:
@@ -141,6 +142,39 @@ def _strict(name: str, convert: Any) -> Any:
     return call
 
 
+def _in(item: Any, container: Any) -> Any:
+    """``in`` as cel-cpp has it: over lists (their items) and maps (their keys) only, with
+    heterogeneous equality (``"a" in [0]`` is false, ``1 in [1.0]`` true). celpy looked
+    among a string's characters and failed on an item of another type."""
+    if isinstance(item, CELEvalError):
+        return item
+    if isinstance(container, CELEvalError):
+        return container
+    if not isinstance(container, celtypes.ListType | celtypes.MapType | list | dict):
+        return CELEvalError(f"found no matching overload for '@in' applied to '{_type(container)}'")
+    return celtypes.BoolType(any(_equal(item, candidate) for candidate in container))
+
+
+def _equal(left: Any, right: Any) -> bool:
+    """CEL's heterogeneous equality for ``in``: values of different types are unequal,
+    numbers compare by value across int, uint and double."""
+    booleans = bool | celtypes.BoolType  # BoolType is an int, not a bool
+    if isinstance(left, booleans) or isinstance(right, booleans):
+        return (
+            isinstance(left, booleans) and isinstance(right, booleans) and bool(left) is bool(right)
+        )
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return bool(left == right)
+    try:
+        return bool(left == right)
+    except TypeError:
+        return False
+
+
+def _type(value: Any) -> str:
+    return "null_type" if value is None else type(value).__name__
+
+
 def _no_overload(name: str) -> CELEvalError:
     return CELEvalError(f"found no matching overload for '{name}' applied to '(null_type)'")
 
@@ -150,6 +184,7 @@ _FUNCTIONS = {
     "string": _string,
     **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
     "size": _strict("size", base_functions["size"]),
+    "_in_": _in,
 }
 
 

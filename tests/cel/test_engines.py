@@ -128,16 +128,37 @@ def test_string_writes_doubles_and_bools_as_cel_cpp_does(
         "bool(object.n)",
         "size(object.n)",
         "object.n.size()",
+        "'a' in object.n",
+        "'a' in object.s",  # `in` takes lists and maps, not strings
     ],
 )
 def test_conversions_of_null_are_errors(engine: Any, source: str) -> None:
-    """No overload takes null (cel-cpp, the CEL spec); celpy answered "None", 0 or false.
-    Found by the live-snapshot property test: a null label value in PG604."""
+    """No overload takes null (cel-cpp, the CEL spec); celpy answered "None", 0 or false,
+    and found "a" in "abc". Found by the live-snapshot property test: a null label value
+    in PG604, a ClusterPolicy spec that is a string in PG503."""
+    data = {"object": {"n": None, "s": "abc"}}
     program = engine.compile(source, ResultKind.ANY)
     with pytest.raises(CelEvalError):
-        program.evaluate(engine.activation({"object": {"n": None}}))
-    absorbed = engine.compile(f"{source} == {source} || true", ResultKind.BOOL)
-    assert absorbed.evaluate(engine.activation({"object": {"n": None}})) is True
+        program.evaluate(engine.activation(data))
+    absorbed = engine.compile(f"({source}) == ({source}) || true", ResultKind.BOOL)
+    assert absorbed.evaluate(engine.activation(data)) is True
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("'driver' in object.items", False),  # another type: unequal, not an error
+        ("'x' in object.items", True),
+        ("true in object.items", False),
+        ("'a' in object.keys", False),
+        ("'b' in object.keys", True),
+    ],
+)
+def test_in_compares_items_of_any_type(engine: Any, source: str, expected: bool) -> None:
+    """Found by the live-snapshot property test: a ClusterPolicy whose spec is a list
+    made PG503's `c in object.spec` an error on celpy and false on cel-cpp."""
+    data = {"object": {"items": [0, "x", 1.5], "keys": {"b": 1}}}
+    assert engine.compile(source, ResultKind.BOOL).evaluate(engine.activation(data)) is expected
 
 
 def test_dyn_result_is_checked_at_run_time(engine: Any) -> None:

@@ -310,7 +310,106 @@ def live_object(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
-live_items = st.lists(live_object() | live_node | other_object | plain, min_size=1, max_size=6)
+sharing_resources = st.lists(
+    st.fixed_dictionaries(
+        {"name": resource_name | text, "replicas": quantity},
+        optional={"rename": text, "devices": st.sampled_from(["all", [0, 1], "0"]) | quantity},
+    ),
+    max_size=2,
+)
+sharing = st.fixed_dictionaries(
+    {},
+    optional={
+        mode: st.fixed_dictionaries(
+            {},
+            optional={
+                "renameByDefault": st.booleans() | text,
+                "failRequestsGreaterThanOne": st.booleans() | quantity,
+                "resources": sharing_resources | text,
+            },
+        )
+        for mode in ("timeSlicing", "mps")
+    },
+)
+device_plugin_config = st.fixed_dictionaries(
+    {"version": st.sampled_from(["v1", "v2", 1]) | st.none()},
+    optional={
+        "flags": st.fixed_dictionaries(
+            {}, optional={"migStrategy": st.sampled_from(["none", "single", "mixed", 3])}
+        ),
+        "sharing": sharing | text,
+    },
+)
+config_map = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("v1"),
+        "kind": st.just("ConfigMap"),
+        "metadata": st.fixed_dictionaries(
+            {"name": st.sampled_from(["dp-config", "x"]), "namespace": st.just("gpu-operator")}
+        ),
+        "data": st.dictionaries(
+            st.sampled_from(["any", "a100", ""]),
+            device_plugin_config.map(yaml.safe_dump) | text,
+            max_size=2,
+        ),
+    }
+)
+cluster_policy = st.fixed_dictionaries(
+    {
+        "apiVersion": st.sampled_from(["nvidia.com/v1", "x/v1"]),
+        "kind": st.just("ClusterPolicy"),
+        "metadata": st.just({"name": "cluster-policy"}),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "devicePlugin": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "config": st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "name": st.sampled_from(["dp-config", "missing"]) | quantity,
+                                "default": st.sampled_from(["any", "a100", ""]),
+                            },
+                        ),
+                        "image": image,
+                        "version": text,
+                    },
+                ),
+                "mig": st.fixed_dictionaries({}, optional={"strategy": text}),
+            },
+        )
+        | plain,
+        "status": st.fixed_dictionaries({}, optional={"state": text}) | plain,
+    }
+)
+namespace = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("v1"),
+        "kind": st.just("Namespace"),
+        "metadata": st.fixed_dictionaries(
+            {"name": st.sampled_from(["ml", "gpu-operator", "default"])},
+            optional={
+                "labels": st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "poolgate.io/trust-domain",
+                            "pod-security.kubernetes.io/enforce",
+                            "pod-security.kubernetes.io/enforce-version",
+                        ]
+                    ),
+                    text | quantity,
+                    max_size=3,
+                )
+            },
+        ),
+    }
+)
+live_items = st.lists(
+    live_object() | live_node | config_map | cluster_policy | namespace | other_object | plain,
+    min_size=1,
+    max_size=8,
+)
 
 
 def _audit(text: str, engine: str, tmp: Path) -> Report | None:
