@@ -405,8 +405,152 @@ namespace = st.fixed_dictionaries(
         ),
     }
 )
+subject = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["User", "Group", "ServiceAccount", 3]), "name": names},
+    optional={"namespace": st.sampled_from(["ml", "gpu-operator"]), "apiGroup": text},
+)
+binding = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("rbac.authorization.k8s.io/v1"),
+        "kind": st.sampled_from(["RoleBinding", "ClusterRoleBinding"]),
+        "metadata": st.fixed_dictionaries(
+            {"name": names}, optional={"namespace": st.sampled_from(["gpu-operator", "ml"])}
+        ),
+        "roleRef": st.fixed_dictionaries(
+            {"kind": st.sampled_from(["ClusterRole", "Role"]), "name": names}
+        )
+        | plain,
+    },
+    optional={"subjects": st.lists(subject, max_size=2) | plain},
+)
+role = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("rbac.authorization.k8s.io/v1"),
+        "kind": st.sampled_from(["Role", "ClusterRole"]),
+        "metadata": st.fixed_dictionaries(
+            {"name": names}, optional={"namespace": st.sampled_from(["gpu-operator", "ml"])}
+        ),
+    },
+    optional={
+        "rules": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "verbs": st.lists(st.sampled_from(["get", "*", "create", "escalate"]) | text),
+                    "resources": st.lists(st.sampled_from(["pods", "*", "secrets", "pods/exec"])),
+                    "apiGroups": st.lists(st.sampled_from(["", "*", "apps"])),
+                },
+            ),
+            max_size=2,
+        )
+        | plain
+    },
+)
+network_policy = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("networking.k8s.io/v1"),
+        "kind": st.just("NetworkPolicy"),
+        "metadata": st.fixed_dictionaries({"name": names, "namespace": st.just("ml")}),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "podSelector": st.just({}) | plain,
+                "policyTypes": st.lists(st.sampled_from(["Ingress", "Egress", "x"])) | text,
+                "ingress": st.lists(plain, max_size=1),
+            },
+        )
+        | plain,
+    }
+)
+runtime_class = st.fixed_dictionaries(
+    {
+        "apiVersion": st.sampled_from(["node.k8s.io/v1", "node.k8s.io/v1beta1"]),
+        "kind": st.just("RuntimeClass"),
+        "metadata": st.fixed_dictionaries({"name": st.sampled_from(["nvidia", "runc"]) | names}),
+    },
+    optional={"handler": text, "scheduling": plain},
+)
+admission_policy = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("admissionregistration.k8s.io/v1"),
+        "kind": st.just("ValidatingAdmissionPolicy"),
+        "metadata": st.just({"name": "floor"}),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "matchConstraints": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "resourceRules": st.lists(
+                            st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "resources": st.lists(
+                                        st.sampled_from(["pods", "deployments", "*"]) | text
+                                    ),
+                                    "operations": st.lists(
+                                        st.sampled_from(["CREATE", "UPDATE", "*"])
+                                    ),
+                                    "apiGroups": st.lists(st.sampled_from(["", "apps", "*"])),
+                                },
+                            ),
+                            max_size=2,
+                        )
+                        | plain
+                    },
+                ),
+                "validations": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "expression": st.sampled_from(
+                                [
+                                    "has(object.spec.runtimeClassName)",
+                                    "object.spec.nodeSelector['sku'] != ''",
+                                    "(",
+                                ]
+                            )
+                            | text
+                        }
+                    ),
+                    max_size=2,
+                )
+                | plain,
+                "failurePolicy": st.sampled_from(["Fail", "Ignore"]) | text,
+            },
+        )
+        | plain,
+    }
+)
+admission_binding = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("admissionregistration.k8s.io/v1"),
+        "kind": st.just("ValidatingAdmissionPolicyBinding"),
+        "metadata": st.just({"name": "floor"}),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "policyName": st.sampled_from(["floor", "other"]) | quantity,
+                "validationActions": st.lists(st.sampled_from(["Deny", "Warn", "Audit", "x"]))
+                | text,
+            },
+        )
+        | plain,
+    }
+)
 live_items = st.lists(
-    live_object() | live_node | config_map | cluster_policy | namespace | other_object | plain,
+    live_object()
+    | live_node
+    | config_map
+    | cluster_policy
+    | namespace
+    | binding
+    | role
+    | network_policy
+    | runtime_class
+    | admission_policy
+    | admission_binding
+    | other_object
+    | plain,
     min_size=1,
     max_size=8,
 )
