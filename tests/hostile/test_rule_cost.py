@@ -266,7 +266,7 @@ def test_oversize_names_the_first_value_over_a_limit_by_its_cel_path() -> None:
         {str(index % 10) * (index // 10 + 1): 0 for index in range(MAX_ITEMS + 1)},
         "x" * (MAX_STRING + 1),
         {"x" * (MAX_STRING + 1): 0},
-        [2**70, [0] * (MAX_ITEMS + 1)],  # orjson does not encode it: walked
+        [2**70, [0] * (MAX_ITEMS + 1)],  # an integer past 64 bits
     ],
 )
 def test_the_size_shortcut_never_hides_a_value_over_a_limit(value: object) -> None:

@@ -57,7 +57,7 @@ def test_json_integers_are_read_the_api_servers_way(text: str, value: object) ->
 @pytest.mark.parametrize(
     ("text", "check"),
     [
-        ('{"n": NaN}', lambda n: n != n),  # what json.loads accepts and orjson refuses
+        ('{"n": NaN}', lambda n: n != n),  # what json.loads accepts and msgspec refuses
         ('{"n": "\\ud800x"}', lambda n: n == "\ud800x"),  # surrogates.py replaces it later
         ('{"n": 1, "n": 2}', lambda n: n == 2),  # the last of duplicate keys, either way
     ],
