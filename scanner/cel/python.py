@@ -164,11 +164,15 @@ def _equal(left: Any, right: Any) -> bool:
             isinstance(left, booleans) and isinstance(right, booleans) and bool(left) is bool(right)
         )
     if isinstance(left, int | float) and isinstance(right, int | float):
-        return bool(left == right)
+        return _number(left) == _number(right)  # celpy's own types refuse to compare
     try:
         return bool(left == right)
     except TypeError:
         return False
+
+
+def _number(value: int | float) -> int | float:
+    return float(value) if isinstance(value, float) else int(value)
 
 
 def _type(value: Any) -> str:
@@ -182,8 +186,10 @@ def _no_overload(name: str) -> CELEvalError:
 _FUNCTIONS = {
     "joined": _joined,
     "string": _string,
-    **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
-    "size": _strict("size", base_functions["size"]),
+    **{
+        name: _strict(name, base_functions[name])
+        for name in ("int", "uint", "double", "bool", "size")
+    },
     "_in_": _in,
 }
 

@@ -152,12 +152,17 @@ def test_conversions_of_null_are_errors(engine: Any, source: str) -> None:
         ("true in object.items", False),
         ("'a' in object.keys", False),
         ("'b' in object.keys", True),
+        ("object.one in object.items", False),
+        ("object.zero in object.items", True),  # 0.0 in [0, ...]: int and double
+        ("object.half in object.items", True),  # numbers compare by value across types
     ],
 )
 def test_in_compares_items_of_any_type(engine: Any, source: str, expected: bool) -> None:
     """Found by the live-snapshot property test: a ClusterPolicy whose spec is a list
     made PG503's `c in object.spec` an error on celpy and false on cel-cpp."""
-    data = {"object": {"items": [0, "x", 1.5], "keys": {"b": 1}}}
+    data = {
+        "object": {"items": [0, "x", 1.5], "keys": {"b": 1}, "one": 1, "half": 1.5, "zero": 0.0}
+    }
     assert engine.compile(source, ResultKind.BOOL).evaluate(engine.activation(data)) is expected
 
 
