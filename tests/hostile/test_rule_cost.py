@@ -17,7 +17,7 @@ import lark
 import pytest
 from celpy.adapter import json_to_cel
 
-from scanner.cel import Engine, ResultKind, get_engine
+from scanner.cel import Engine, ResultKind, budget, get_engine
 from scanner.cel import celpy_budget as counting
 from scanner.cel.budget import (
     BUDGET_EXCEEDED,
@@ -261,7 +261,7 @@ def test_oversize_names_the_first_value_over_a_limit_by_its_cel_path() -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        [0] * (MAX_ITEMS + 1),  # the shortest JSON over the item limit: SMALL characters
+        [0] * (MAX_ITEMS + 1),  # the shortest JSON over the item limit: 1,000 commas
         {"": [0] * (MAX_ITEMS + 1)},
         {str(index % 10) * (index // 10 + 1): 0 for index in range(MAX_ITEMS + 1)},
         "x" * (MAX_STRING + 1),
@@ -273,6 +273,29 @@ def test_the_size_shortcut_never_hides_a_value_over_a_limit(value: object) -> No
     assert oversize("object", value, many=True) is not None
     assert oversize("object", value, many=True) == oversize("object", value)
     assert oversize("object", [0] * MAX_ITEMS, many=True) is None  # settled in C
+
+
+def test_the_size_shortcut_settles_large_objects_without_the_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Deployment's compact JSON is over 2 KB: the commas, not the length, show that
+    no list in it can be over the limit, and no string is near the string limit."""
+
+    def walk(value: object) -> bool:
+        raise AssertionError("walked")
+
+    body = {
+        "spec": {
+            "containers": [{"name": f"c{index}", "args": ["--x"] * 40} for index in range(20)]
+        },
+        "data": {"big": "x" * (MAX_STRING // 2)},
+    }
+    monkeypatch.setattr(budget, "_any_oversize", walk)
+    assert oversize("object", body, many=True) is None
+    with pytest.raises(AssertionError, match="walked"):  # 1,000 commas: walked
+        oversize("object", {"data": "," * MAX_ITEMS}, many=True)
+    with pytest.raises(AssertionError, match="walked"):  # long enough for a long string
+        oversize("object", {"d": "x" * MAX_STRING}, many=True)
 
 
 def test_the_size_shortcut_walks_what_nests_too_deep_to_encode() -> None:
