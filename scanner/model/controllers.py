@@ -33,7 +33,7 @@ the defence there (PG605's floor, Pod Security); instance rules still see the po
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from scanner.inventory import KubeObject, as_mapping, is_mapping
 from scanner.model.index import ObjectIndex
@@ -63,40 +63,36 @@ def top_controllers(objects: Sequence[KubeObject], index: ObjectIndex) -> dict[i
     return tops
 
 
-_MAX_DEPTH: Final = 2
-"""Pod -> ReplicaSet -> Deployment is the longest chain of built-in controllers."""
-
-
 class _Resolver:
     """Controllers under the rules in the module docstring.
 
     ``producing``: ids of the objects that produced a workload. Each controller
-    reference (namespace, group, kind, name, uid) is resolved once, and an owner's
-    current template (what a Pod or ReplicaSet must carry to run it) is worked out
-    once, not once per replica; the edge (may a Pod, or a ReplicaSet, have an owner
-    of that kind) is checked for every object.
+    reference (namespace, group, kind, name, uid) is resolved once, with what an
+    object must carry to run the owner's current template (``_current_template``),
+    and each owner's own controller is looked up once, not once per replica; the
+    edge (may a Pod, or a ReplicaSet, have an owner of that kind) is checked for
+    every object.
     """
 
     def __init__(self, index: ObjectIndex, producing: set[int]) -> None:
         self.index = index
         self.producing = producing
-        self.owners: dict[int, KubeObject | None] = {}
-        self.owned_by: dict[tuple[str, ...], KubeObject | None] = {}
-        self.current: dict[int, object] = {}
+        self.owned_by: dict[tuple[str, ...], tuple[KubeObject, str, object] | None] = {}
+        """Controller reference -> (owner, its kind, its current template), or None."""
+        self.above: dict[int, KubeObject | None] = {}
+        """id(owner) -> the owner's own controller, or None."""
 
     def top(self, obj: KubeObject) -> KubeObject | None:
-        """The topmost controller of ``obj``, or None."""
-        current = obj
-        for _ in range(_MAX_DEPTH):
-            key = id(current)
-            if key in self.owners:
-                owner = self.owners[key]
-            else:
-                owner = self.owners[key] = self.controller_of(current)
-            if owner is None:
-                break
-            current = owner
-        return None if current is obj else current
+        """The topmost controller of ``obj``, or None. Chains are at most two long
+        (Pod -> ReplicaSet -> Deployment): only Pods and ReplicaSets have edges."""
+        owner = self.controller_of(obj)
+        if owner is None:
+            return None
+        key = id(owner)
+        above = self.above.get(key, _UNSEEN)
+        if above is _UNSEEN:
+            above = self.above[key] = self.controller_of(owner)
+        return owner if above is None else cast("KubeObject", above)
 
     def controller_of(self, obj: KubeObject) -> KubeObject | None:
         """The controller whose current template ``obj`` runs, or None."""
@@ -109,20 +105,21 @@ class _Resolver:
         if reference is None or reference[:2] not in edges:  # (group, kind) of the owner
             return None
         key = (ref.namespace, *reference)  # the replicas of one owner share the lookup
-        if key in self.owned_by:
-            owner = self.owned_by[key]
-        else:
-            owner = self.owned_by[key] = self._owner(ref.namespace, *reference)
-        if owner is None:
+        found = self.owned_by.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.owned_by[key] = self._owner(ref.namespace, *reference)
+        if found is None:
             return None
-        return owner if _runs(obj, metadata, owner.kind, self.current[id(owner)]) else None
+        owner, owner_kind, current = cast("tuple[KubeObject, str, object]", found)
+        return owner if _runs(obj, metadata, owner_kind, current) else None
 
     def _owner(
         self, namespace: str, group: str, kind: str, name: str, uid: str
-    ) -> KubeObject | None:
-        """The object a controller reference names, if it may control (module docstring).
-        Whether the referring object's kind may have an owner of that kind is checked
-        before: the answer here is the same for every object that names it."""
+    ) -> tuple[KubeObject, str, object] | None:
+        """The object a controller reference names, if it may control (module docstring),
+        with its kind and current template. Whether the referring object's kind may
+        have an owner of that kind is checked before: the answer here is the same for
+        every object that names it."""
         owner = self.index.get(kind, namespace, name)
         if (
             owner is None
@@ -133,9 +130,10 @@ class _Resolver:
             or owner.metadata.get("uid") != uid
         ):
             return None
-        if id(owner) not in self.current:
-            self.current[id(owner)] = _current_template(owner)
-        return owner
+        return owner, owner.kind, _current_template(owner)
+
+
+_UNSEEN: Final = object()
 
 
 def _controller_reference(metadata: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
