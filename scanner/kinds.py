@@ -9,11 +9,11 @@ misread as a pod template.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from scanner.inventory import as_mapping, join_path
+from scanner.inventory import as_mapping, is_mapping, join_path
 
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
@@ -61,8 +61,7 @@ container ``kserve-container``)."""
 Key = str | int
 
 
-@dataclass(frozen=True, slots=True)
-class PodTemplate:
+class PodTemplate(NamedTuple):
     """One pod template inside an object, as written.
 
     ``template`` names it among the object's templates: ``""`` when the object has
@@ -71,6 +70,8 @@ class PodTemplate:
     (``predictor``). ``spec`` is the pod spec as written (possibly not a mapping:
     the model reports that as PG003); ``path`` is its field path.
     ``container_fields`` are pod-spec keys that hold one container inline (KServe).
+    A named tuple: a live cluster has one per replica pod, and it is built in a
+    third of the time of a frozen dataclass.
     """
 
     template: str
@@ -80,7 +81,7 @@ class PodTemplate:
     container_fields: tuple[str, ...] = ()
 
 
-Extractor = Callable[[Mapping[str, Any]], Iterator[PodTemplate]]
+Extractor = Callable[[Mapping[str, Any]], Iterable[PodTemplate]]
 """An object's body -> its pod templates, in document order."""
 
 
@@ -107,7 +108,7 @@ def _at(node: Any, keys: tuple[Key, ...]) -> Any:
             if not isinstance(node, list) or key >= len(node):
                 return None
             node = node[key]
-        elif isinstance(node, Mapping):
+        elif is_mapping(node):
             node = node.get(key)
         else:
             return None
@@ -125,13 +126,15 @@ def _core(keys: tuple[str, ...]) -> Extractor:
     """Core kinds: one pod spec at ``keys``; its metadata is the template's (a Pod's own)."""
 
     path = _path(keys)  # static: computed once, not per object
+    parents, last = keys[:-1], keys[-1]
 
-    def extract(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
-        parent = body if len(keys) == 1 else _at(body, keys[:-1])
-        if not isinstance(parent, Mapping):
-            return
-        meta = body.get("metadata") if len(keys) == 1 else parent.get("metadata")
-        yield PodTemplate("", parent.get(keys[-1]), path, as_mapping(meta))
+    def extract(body: Mapping[str, Any]) -> Iterable[PodTemplate]:
+        # Runs on every replica pod of a live cluster: a tuple, not a generator.
+        parent = _at(body, parents) if parents else body
+        if not is_mapping(parent):
+            return ()
+        meta = parent.get("metadata") if parents else body.get("metadata")
+        return (PodTemplate("", parent.get(last), path, as_mapping(meta)),)
 
     return extract
 

@@ -51,8 +51,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from scanner.inventory import InvalidDocument, KubeObject, is_mapping, join_path
 from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, workload_kind
@@ -77,9 +76,9 @@ _DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 _REQUIRED_TERMS = ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 
 
-@dataclass(frozen=True, slots=True)
-class Workload:
-    """A pod-template-bearing object and its derived facts (the CEL ``workload``)."""
+class Workload(NamedTuple):
+    """A pod-template-bearing object and its derived facts (the CEL ``workload``).
+    A named tuple, like ``Subject``: a live cluster has one per replica pod."""
 
     obj: KubeObject
     facts: dict[str, Any]
@@ -183,7 +182,7 @@ def build_workloads(
             continue
         for template in entry.templates(obj.body):
             pod_spec, path = template.spec, template.path
-            if isinstance(pod_spec, Mapping):
+            if is_mapping(pod_spec):
                 found.append((obj, template))
             elif pod_spec is not None:
                 line, column = obj.position(path)
@@ -201,6 +200,7 @@ def build_workloads(
                 )
     tops = top_controllers([obj for obj, _ in found], index) if index is not None else {}
     workloads: list[Workload] = []
+    names: dict[int, str] = {}  # id(top controller) -> "Kind/name", shared by its replicas
     for obj, template in found:
         top = tops.get(id(obj))
         deferred = None
@@ -221,7 +221,10 @@ def build_workloads(
             )
         if top is not None:
             facts["controlled"] = True
-            facts["controller"] = f"{top.kind}/{top.name}"
+            name = names.get(id(top))
+            if name is None:
+                name = names[id(top)] = f"{top.kind}/{top.name}"
+            facts["controller"] = name
         workloads.append(Workload(obj, facts, deferred))
     return workloads, invalid
 
@@ -238,7 +241,7 @@ def instance_facts(
     ref = obj.ref  # the identity, read once
     namespace = ref.namespace
     dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
-    gpu_via_dra = any(claim["gpu"] for claim in dra_claims)
+    gpu_via_dra = bool(dra_claims) and any(claim["gpu"] for claim in dra_claims)
     return {
         "apiVersion": ref.api_version,
         "kind": ref.kind,
@@ -296,13 +299,13 @@ def template_facts(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
         ),
         "selectedLabels": selected_labels(pod_spec),
-        "tolerations": [t for t in _list(pod_spec.get("tolerations")) if isinstance(t, Mapping)],
+        "tolerations": [t for t in _list(pod_spec.get("tolerations")) if is_mapping(t)],
     }
 
 
 def _phase(body: Mapping[str, Any]) -> object:
     status = body.get("status")
-    return status.get("phase") if isinstance(status, Mapping) else None
+    return status.get("phase") if is_mapping(status) else None
 
 
 def _containers(
@@ -313,7 +316,7 @@ def _containers(
             # Inline containers (KServe framework specs) run beside the listed ones.
             for inline in inline_fields:
                 container = pod_spec.get(inline)
-                if isinstance(container, Mapping):
+                if is_mapping(container):
                     yield _container(
                         container,
                         join_path(pod_path, inline),
@@ -322,7 +325,7 @@ def _containers(
                     )
         list_path = join_path(pod_path, field_name)
         for index, container in enumerate(_list(pod_spec.get(field_name))):
-            if isinstance(container, Mapping):
+            if is_mapping(container):
                 yield _container(container, join_path(list_path, index), container_type)
 
 
@@ -353,8 +356,8 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
     path = join_path(container["path"], "resources")
     limits = resources.get("limits")
     requests = resources.get("requests")
-    limits = limits if isinstance(limits, Mapping) else {}
-    requests = requests if isinstance(requests, Mapping) else {}
+    limits = limits if is_mapping(limits) else {}
+    requests = requests if is_mapping(requests) else {}
     return [
         {
             "name": name,
@@ -376,13 +379,16 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _uses_gpu(pod_spec: Mapping[str, Any], inline_fields: tuple[str, ...]) -> bool:
     """Whether a container of the pod spec (those ``_containers`` yields) names a GPU
     resource, without building container facts: it runs on every replica pod."""
-    for field_name, _type in CONTAINER_FIELDS:
+    for field_name in _CONTAINER_LISTS:
         containers = pod_spec.get(field_name)
         if isinstance(containers, list):
             for container in containers:
                 if _names_gpu(container):
                     return True
-    return any(_names_gpu(container) for container in map(pod_spec.get, inline_fields))
+    return bool(inline_fields) and any(map(_names_gpu, map(pod_spec.get, inline_fields)))
+
+
+_CONTAINER_LISTS: Final = tuple(field_name for field_name, _ in CONTAINER_FIELDS)
 
 
 def _names_gpu(container: object) -> bool:
@@ -391,12 +397,16 @@ def _names_gpu(container: object) -> bool:
     if not is_mapping(container):
         return False
     resources = container.get("resources")
-    if not is_mapping(resources):
+    if not resources or not is_mapping(resources):
         return False
     for section in (resources.get("limits"), resources.get("requests")):
-        if is_mapping(section):
+        if section and is_mapping(section):
             for key in section:
-                if isinstance(key, str) and key.startswith("nvidia.com/") and _is_gpu_resource(key):
+                if (
+                    isinstance(key, str)
+                    and key.startswith("nvidia.com/")
+                    and GPU_RESOURCE.match(key)
+                ):
                     return True
     return False
 
@@ -408,11 +418,11 @@ def _is_gpu_resource(key: object) -> bool:
 def _gpu_names(container: Mapping[str, Any]) -> list[str]:
     """The GPU resource names a container has in ``limits`` or ``requests``, sorted."""
     resources = container.get("resources")
-    if not isinstance(resources, Mapping):
+    if not is_mapping(resources):
         return []
     names: set[str] = set()
     for section in (resources.get("limits"), resources.get("requests")):
-        if isinstance(section, Mapping):
+        if is_mapping(section):
             names.update(key for key in section if _is_gpu_resource(key))
     return sorted(names)
 
@@ -434,7 +444,7 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
                 allowed.extend(v for v in values[key] if v not in allowed)
             selected[key] = allowed
     node_selector = pod_spec.get("nodeSelector")
-    if isinstance(node_selector, Mapping):
+    if is_mapping(node_selector):
         for key, value in node_selector.items():
             if isinstance(key, str):
                 selected[key] = [_scalar_text(value)]
@@ -444,18 +454,18 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
 def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     node: Any = pod_spec.get("affinity")
     for key in _REQUIRED_TERMS:
-        if not isinstance(node, Mapping):
+        if not is_mapping(node):
             return []
         node = node.get(key)
-    if not isinstance(node, Mapping):
+    if not is_mapping(node):
         return []
-    return [term for term in _list(node.get("nodeSelectorTerms")) if isinstance(term, Mapping)]
+    return [term for term in _list(node.get("nodeSelectorTerms")) if is_mapping(term)]
 
 
 def _term_in_values(term: Mapping[str, Any]) -> dict[str, list[str]]:
     pinned: dict[str, list[str]] = {}
     for expression in _list(term.get("matchExpressions")):
-        if not isinstance(expression, Mapping) or expression.get("operator") != "In":
+        if not is_mapping(expression) or expression.get("operator") != "In":
             continue
         key = expression.get("key")
         if isinstance(key, str):
@@ -482,6 +492,6 @@ def _quantity_text(value: object) -> str:
 
 
 def _string_map(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         return {}
     return {str(k): _scalar_text(v) for k, v in value.items()}

@@ -45,7 +45,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from scanner.errors import UsageError
-from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin
+from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin, is_mapping
 from scanner.sources import numbers, surrogates
 from scanner.sources.yamldoc import collector_paused
 
@@ -156,7 +156,7 @@ def _inventory(capture: Capture) -> Inventory:
         if (
             not isinstance(kind, str)
             or not isinstance(api_version, str)
-            or not isinstance(meta, Mapping)
+            or not is_mapping(meta)
             or not isinstance(meta.get("name"), str)
         ):
             inventory.skipped += 1
