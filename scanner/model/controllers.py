@@ -67,17 +67,16 @@ class _Resolver:
     """Controllers under the rules in the module docstring.
 
     ``producing``: ids of the objects that produced a workload. Each controller
-    reference (namespace, group, kind, name, uid) is resolved once, with what an
-    object must carry to run the owner's current template (``_current_template``),
-    and each owner's own controller is looked up once, not once per replica; the
-    edge (may a Pod, or a ReplicaSet, have an owner of that kind) is checked for
-    every object.
+    reference (the referring kind, namespace, and the reference's fields as written)
+    is checked and resolved once, with what an object must carry to run the owner's
+    current template (``_current_template``), and each owner's own controller is
+    looked up once, not once per replica.
     """
 
     def __init__(self, index: ObjectIndex, producing: set[int]) -> None:
         self.index = index
         self.producing = producing
-        self.owned_by: dict[tuple[str, ...], tuple[KubeObject, str, object] | None] = {}
+        self.owned_by: dict[tuple[object, ...], tuple[KubeObject, str, object] | None] = {}
         """Controller reference -> (owner, its kind, its current template), or None."""
         self.above: dict[int, KubeObject | None] = {}
         """id(owner) -> the owner's own controller, or None."""
@@ -97,30 +96,37 @@ class _Resolver:
     def controller_of(self, obj: KubeObject) -> KubeObject | None:
         """The controller whose current template ``obj`` runs, or None."""
         ref = obj.ref
-        edges = CONTROLLER_EDGES.get(ref.kind)
-        if edges is None or obj.origin.source_type != LIVE:
+        if ref.kind not in CONTROLLER_EDGES or obj.origin.source_type != LIVE:
             return None
         metadata = obj.metadata  # read once: this runs on every replica pod
-        reference = _controller_reference(metadata)
-        if reference is None or reference[:2] not in edges:  # (group, kind) of the owner
+        reference = _controller_entry(metadata)
+        if reference is None:
             return None
-        key = (ref.namespace, *reference)  # the replicas of one owner share the lookup
-        found = self.owned_by.get(key, _UNSEEN)
+        # The replicas of one owner share the lookup, keyed by the fields as written.
+        get = reference.get
+        key = (ref.kind, ref.namespace, get("apiVersion"), get("kind"), get("name"), get("uid"))
+        try:
+            found = self.owned_by.get(key, _UNSEEN)
+        except TypeError:  # a list or map where a string belongs: no reference
+            return None
         if found is _UNSEEN:
-            found = self.owned_by[key] = self._owner(ref.namespace, *reference)
+            found = self.owned_by[key] = self._owner(ref.kind, ref.namespace, reference)
         if found is None:
             return None
         owner, owner_kind, current = cast("tuple[KubeObject, str, object]", found)
         return owner if _runs(obj, metadata, owner_kind, current) else None
 
     def _owner(
-        self, namespace: str, group: str, kind: str, name: str, uid: str
+        self, kind: str, namespace: str, reference: Mapping[str, Any]
     ) -> tuple[KubeObject, str, object] | None:
-        """The object a controller reference names, if it may control (module docstring),
-        with its kind and current template. Whether the referring object's kind may
-        have an owner of that kind is checked before: the answer here is the same for
-        every object that names it."""
-        owner = self.index.get(kind, namespace, name)
+        """The object the controller ``reference`` of an object of ``kind`` names, if it
+        may control that object (module docstring), with the owner's kind and current
+        template. The answer is the same for every object of that kind naming it."""
+        fields = _reference_fields(reference)
+        if fields is None or fields[:2] not in CONTROLLER_EDGES[kind]:  # (group, kind)
+            return None
+        group, owner_kind, name, uid = fields
+        owner = self.index.get(owner_kind, namespace, name)
         if (
             owner is None
             or id(owner) not in self.producing
@@ -136,26 +142,33 @@ class _Resolver:
 _UNSEEN: Final = object()
 
 
-def _controller_reference(metadata: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+def _controller_entry(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first ``ownerReferences`` entry with ``controller: true``."""
     references = metadata.get("ownerReferences")
     if not isinstance(references, list):
         return None
     for reference in references:
         if is_mapping(reference) and reference.get("controller") is True:
-            api_version, kind = reference.get("apiVersion"), reference.get("kind")
-            name, uid = reference.get("name"), reference.get("uid")
-            if (
-                isinstance(api_version, str)
-                and isinstance(kind, str)
-                and isinstance(name, str)
-                and isinstance(uid, str)
-                and api_version
-                and kind
-                and name
-                and uid
-            ):
-                return _group(api_version), kind, name, uid
-            return None
+            return reference
+    return None
+
+
+def _reference_fields(reference: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """(API group, kind, name, uid) of a controller reference; None unless all four are
+    non-empty strings."""
+    api_version, kind = reference.get("apiVersion"), reference.get("kind")
+    name, uid = reference.get("name"), reference.get("uid")
+    if (
+        isinstance(api_version, str)
+        and isinstance(kind, str)
+        and isinstance(name, str)
+        and isinstance(uid, str)
+        and api_version
+        and kind
+        and name
+        and uid
+    ):
+        return _group(api_version), kind, name, uid
     return None
 
 

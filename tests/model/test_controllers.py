@@ -180,3 +180,23 @@ def test_a_replicaset_naming_a_replicaset_is_checked_as_itself() -> None:
     found = controllers(deployment, replicaset, pod, rogue)
     assert found["api-6d9f-x1"] == "Deployment/api"
     assert found["rogue"] == ""
+
+
+def test_a_controller_reference_with_fields_that_are_not_strings_names_nothing() -> None:
+    """References are looked up by their fields as written, shared by the replicas
+    that write the same ones: a list where a string belongs (unhashable) or a number
+    is no reference, and does not decide for the valid pods beside it."""
+    deployment, replicaset, pod = deployment_chain()
+    broken = []
+    for field_name, value in (("uid", ["uid-api-6d9f"]), ("name", {"n": 1}), ("uid", 7)):
+        stray = obj(
+            "Pod",
+            f"broken-{len(broken)}",
+            ("ReplicaSet", "api-6d9f"),
+            labels={"app": "api", **HASH},
+        )
+        stray.body["metadata"]["ownerReferences"][1][field_name] = value
+        broken.append(stray)
+    found = controllers(deployment, replicaset, *broken, pod)
+    assert found["api-6d9f-x1"] == "Deployment/api"  # the same labels and owner, valid
+    assert [found[stray.name] for stray in broken] == ["", "", ""]
