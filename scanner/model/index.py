@@ -15,8 +15,9 @@ class ObjectIndex:
         self._by_kind: dict[str, list[KubeObject]] = defaultdict(list)
         self._by_identity: dict[tuple[str, str, str], KubeObject] = {}
         for obj in objects:
-            self._by_kind[obj.kind].append(obj)
-            self._by_identity.setdefault((obj.kind, obj.namespace, obj.name), obj)
+            ref = obj.ref  # kind, namespace and name, read once (and cached for later joins)
+            self._by_kind[ref.kind].append(obj)
+            self._by_identity.setdefault((ref.kind, ref.namespace, ref.name), obj)
 
     def kind(self, *kinds: str) -> Sequence[KubeObject]:
         """Every object of the given kinds, in inventory order per kind."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scanner.config import Config
-from scanner.inventory import KubeObject
+from scanner.inventory import KubeObject, is_mapping
 from scanner.model.targeting import selects, untolerated
 from scanner.model.workloads import Join, Workload
 
@@ -298,12 +298,11 @@ def attach_running(
         facts = workload.facts
         facts["runningNode"] = {}
         facts["runningShared"] = False
-        body = workload.obj.body
-        if workload.obj.kind != "Pod" or not facts["gpu"]:
+        if facts["kind"] != "Pod" or not facts["gpu"]:
             continue
         node_name = facts["podSpec"].get("nodeName")
-        status = body.get("status")
-        phase = status.get("phase") if isinstance(status, Mapping) else None
+        status = workload.obj.body.get("status")
+        phase = status.get("phase") if is_mapping(status) else None
         node = by_name.get(node_name) if isinstance(node_name, str) else None
         if node is None or phase in ("Succeeded", "Failed"):
             continue
