@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from scanner import forking
+from scanner.engine import HelperContext
 from scanner.findings import Level, Notification
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
@@ -277,10 +279,15 @@ def _unavailable_message(
 
 
 def evaluate(
-    capture: Capture, ruleset: Ruleset, *, now: datetime.datetime | None = None
+    capture: Capture,
+    ruleset: Ruleset,
+    *,
+    now: datetime.datetime | None = None,
+    helper: forking.Helper[HelperContext] | None = None,
 ) -> tuple[Report, Coverage]:
     """Run ``ruleset`` over a capture; durations are judged as of ``now`` (default:
-    when the capture was taken)."""
+    when the capture was taken). ``helper``: a process started before the capture was
+    read (``scanner.engine.start_helper``), which may take part of the evaluation."""
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
@@ -290,6 +297,7 @@ def evaluate(
         Path.cwd(),
         now=now or capture.captured_at,
         scope=ClusterScope(capture.context, capture.listed),
+        helper=helper,
     )
     return (
         replace(

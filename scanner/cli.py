@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import click
 
@@ -308,10 +308,25 @@ def _audit_ruleset(
     return pipeline.load_ruleset(options)
 
 
-def _cluster_settings(page_size: int, request_timeout: float) -> Any:
-    from scanner.sources.cluster import Settings
+def _read_live(
+    ruleset: Any,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    page_size: int,
+    request_timeout: float,
+    progress: bool,
+) -> Any:
+    """The objects ``ruleset``'s rules read, listed from the cluster (a Capture)."""
+    from scanner import audit as auditing
+    from scanner.sources.cluster import Settings, Target
 
-    return Settings(page_size=page_size, request_timeout=request_timeout)
+    return auditing.read_cluster(
+        Target(kubeconfig, kube_context),
+        Settings(page_size=page_size, request_timeout=request_timeout),
+        ruleset.rules,
+        ruleset.config.operator_namespaces,
+        auditing.stderr_progress(progress),
+    )
 
 
 @cli.command()
@@ -368,10 +383,10 @@ def audit(
 
     from scanner import audit as auditing
     from scanner import drift, output, pipeline
+    from scanner.engine import start_helper
     from scanner.errors import UsageError
     from scanner.reporters import writer_for
     from scanner.sources import snapshot
-    from scanner.sources.cluster import Target
 
     destinations = output.pair(formats, outputs, _default_format())
     if snapshot_file is not None and kubeconfig is not None:
@@ -386,17 +401,20 @@ def audit(
                 f"--now {now_text!r} is not an RFC 3339 time", hint="e.g. 2025-06-01T02:00:00Z"
             ) from None
     ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
-    if snapshot_file is not None:
-        capture = snapshot.read(snapshot_file, kube_context)
-    else:
-        capture = auditing.read_cluster(
-            Target(kubeconfig, kube_context),
-            _cluster_settings(page_size, request_timeout),
-            ruleset.rules,
-            ruleset.config.operator_namespaces,
-            auditing.stderr_progress(progress),
-        )
-    report, coverage = auditing.evaluate(capture, ruleset, now=now)
+    # Forked now, while this process is small: a large cluster's objects would make a
+    # later fork's copied pages cost memory (scanner/forking.py, Helper).
+    helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
+    try:
+        if snapshot_file is not None:
+            capture = snapshot.read(snapshot_file, kube_context)
+        else:
+            capture = _read_live(
+                ruleset, kubeconfig, kube_context, page_size, request_timeout, progress
+            )
+        report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
+    finally:
+        if helper is not None:
+            helper.close()
     changes = None
     if previous is not None and compare is not None:
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked
@@ -415,6 +433,23 @@ def audit(
             write = drift.wrap(destination.format, write, changes)
         output.write(destination, partial(write, shown))
     return pipeline.exit_code(report, fail_on)
+
+
+HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
+"""Snapshot files from which an audit starts a helper process: decoded and modelled,
+64 MiB of JSON take ~400 MiB, and the helper pays once poolgate holds 1 GiB (about
+150 MiB of JSON). A live audit always starts one: its size is known only once read."""
+
+
+def _large(snapshot_file: str | None) -> bool:
+    """Whether an audit may grow past ``forking.FORK_BELOW``: a live one, or a
+    snapshot of ``HELPER_FROM_BYTES`` or more."""
+    if snapshot_file is None:
+        return True
+    try:
+        return os.path.getsize(snapshot_file) >= HELPER_FROM_BYTES
+    except OSError:
+        return False  # snapshot.read reports it
 
 
 @cli.command("snapshot")
@@ -442,22 +477,14 @@ def snapshot_command(
     """
     from functools import partial
 
-    from scanner import audit as auditing
     from scanner import output
     from scanner.sources import snapshot
-    from scanner.sources.cluster import Target
 
     destination = output.Destination("json", output_file)
     if not destination.is_stdout:
         output.check_writable(Path(output_file))
     ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
-    capture = auditing.read_cluster(
-        Target(kubeconfig, kube_context),
-        _cluster_settings(page_size, request_timeout),
-        ruleset.rules,
-        ruleset.config.operator_namespaces,
-        auditing.stderr_progress(progress),
-    )
+    capture = _read_live(ruleset, kubeconfig, kube_context, page_size, request_timeout, progress)
     output.write(destination, partial(snapshot.write, capture))
     for item in capture.unavailable:
         where = f" in namespace {item.namespace}" if item.namespace else ""

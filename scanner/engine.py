@@ -10,16 +10,18 @@ them (``scanner.deferral``).
 A CEL error on one subject becomes a finding with outcome ``error`` for that rule
 and subject; the run goes on. With enough subjects, every other chunk of each
 subject type is evaluated in a forked child (``scanner.forking``) and the findings
-join in subject order.
+join in subject order. Past the fork's memory guard (a large audit), a helper
+process started before the cluster was read takes a share of the complete
+workloads instead, pickled to it, and its findings take their subjects' places.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from scanner import forking
 from scanner.bindings import BIND_FROM, bind_rules
@@ -45,6 +47,8 @@ _LINE_BREAK: Final = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)
     subjects: int = 0
+    groups: list[list[Finding]] = field(default_factory=list)
+    """With ``one_by_one``: the findings of each workload subject, in order."""
 
 
 def evaluate(
@@ -53,11 +57,18 @@ def evaluate(
     engine: Engine,
     globals_: Mapping[str, Any],
     lookup: Mapping[str, KubeObject] | None = None,
+    helper: forking.Helper[HelperContext] | None = None,
+    *,
+    one_by_one: bool = False,
 ) -> Evaluation:
     """Run every CEL rule over the subjects of its type.
 
     ``globals_`` are variables shared by all subjects (``config``, later ``cluster``);
     ``lookup`` resolves a violation's ``ref`` (``namespace/Kind/name``) to an object.
+    ``helper``: a process started before the run grew (``start_helper``), which
+    evaluates a share of the complete workloads when this process is too large to
+    fork (``_to_ship``). ``one_by_one``: one process, and the workload findings
+    grouped per subject (``Evaluation.groups``), as the helper answers.
     """
     result = Evaluation()
     refs: Mapping[str, KubeObject] = {} if lookup is None else lookup  # not truth-tested: lazy
@@ -92,21 +103,41 @@ def evaluate(
         if not rule.builtin:
             by_type.setdefault(rule.doc.subject, []).append(bound.get(rule.id, rule))
 
+    # Workloads the helper evaluates: the parent leaves a marker where their findings go.
+    shipped: dict[int, int] = {}  # index among the workload subjects -> position shipped
+    wait: Callable[[], list[list[Finding]] | None] | None = None
+    if helper is not None and not one_by_one and not forking.available():
+        shipped = _to_ship(subjects, by_type)
+        if shipped:
+            workloads = subjects["workload"]
+            wait = helper.submit(
+                _evaluate_shipped,
+                [_rule_key(rule) for rule in rules],
+                [_shipped(workloads[index]) for index in shipped],
+                dict(globals_),
+            )
+    chunk_size = 1 if one_by_one else CHUNK
+
     def run(share: int, shares: int) -> _Part:
         """Evaluate chunk ``share`` of every ``shares`` consecutive chunks of each
         subject type's subjects (``CHUNK`` subjects each)."""
-        parts: dict[str, list[list[Finding]]] = {}
+        parts: dict[str, list[list[Finding | _Shipped]]] = {}
         counted = 0
         for subject_type, type_rules in by_type.items():
             items = subjects.get(subject_type, ())
+            away = shipped if subject_type == "workload" else {}
             chunks = parts[subject_type] = []
             # The rules that apply to a subject depend on its kind and on the kind of the
             # controller that stands for it; the list is worked out once per combination.
             plans: dict[tuple[str, str], list[_Step]] = {}
-            for start in range(share * CHUNK, len(items), shares * CHUNK):
-                found: list[Finding] = []
+            for start in range(share * chunk_size, len(items), shares * chunk_size):
+                found: list[Finding | _Shipped] = []
                 chunks.append(found)
-                for subject in items[start : start + CHUNK]:
+                for index in range(start, min(start + chunk_size, len(items))):
+                    if away and index in away:
+                        found.append(_Shipped(away[index]))
+                        continue
+                    subject = items[index]
                     obj = subject.obj
                     if obj.context_only:
                         continue
@@ -199,17 +230,42 @@ def evaluate(
     # alternate between them, so each gets its part of every kind of subject. Chunks
     # join in subject order, so the findings are those of one process.
     shares: Sequence[_Part]
-    if sum(len(subjects.get(kind, ())) for kind in by_type) >= PARALLEL_FROM:
+    if (
+        not one_by_one
+        and not shipped
+        and sum(len(subjects.get(kind, ())) for kind in by_type) >= PARALLEL_FROM
+    ):
         shares = forking.in_two(lambda: run(0, 2), lambda: run(1, 2))
     else:
         shares = (run(0, 1),)
+    groups: list[list[Finding]] = []
+    if shipped:
+        # The helper's answer, or (it failed) the same work done here.
+        answer = wait() if wait is not None else None
+        if answer is None or len(answer) != len(shipped):
+            workloads = subjects["workload"]
+            answer = evaluate(
+                rules,
+                {"workload": [workloads[index] for index in shipped]},
+                engine,
+                globals_,
+                lookup,
+                one_by_one=True,
+            ).groups
+        groups = answer
     for subject_type in by_type:
         chunks = [share.findings[subject_type] for share in shares]
         for index in range(max(len(found) for found in chunks)):
             for found in chunks:
                 if index < len(found):
-                    result.findings.extend(found[index])
-    result.subjects = sum(share.subjects for share in shares)
+                    for item in found[index]:
+                        if isinstance(item, _Shipped):
+                            result.findings.extend(groups[item.position])
+                        else:
+                            result.findings.append(item)
+                    if one_by_one and subject_type == "workload":
+                        result.groups.append(cast("list[Finding]", found[index]))
+    result.subjects = sum(share.subjects for share in shares) + len(shipped)
     return result
 
 
@@ -224,9 +280,143 @@ large enough that chunk bookkeeping costs nothing."""
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    findings: dict[str, list[list[Finding]]]
+    findings: dict[str, list[list[Finding | _Shipped]]]
     """Subject type -> the findings of each chunk this process evaluated, in order."""
     subjects: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Shipped:
+    """Where the findings of the helper's ``position``-th workload go."""
+
+    position: int
+
+
+HelperContext = tuple[Sequence[Rule], Engine]
+"""What a helper holds from before the fork: the run's rules, compiled, and engine."""
+
+
+def start_helper(rules: Sequence[Rule], engine: Engine) -> forking.Helper[HelperContext] | None:
+    """A helper for a run that may grow past ``forking.FORK_BELOW`` (an audit), started
+    now, while this process is small; None where there is no second CPU or fork."""
+    return forking.Helper.start((tuple(rules), engine))
+
+
+SHIP_FROM: Final = 1_000
+"""Complete workloads from which the helper takes a share: below that, pickling them
+and starting the evaluation over there costs about what it saves."""
+
+_SHIP_COSTS: Final = {
+    "deferred": 0.1,
+    "typed": 0.25,
+    "object": 0.01,
+    "pickle": 0.16,
+    "unpickle": 0.27,
+}
+"""Evaluation costs in units of one complete workload (~380 us), measured on the
+100,000-pod benchmark snapshot: a deferred (controlled) workload, most of which no
+rule runs on; a subject of another type (a Node, a Namespace); an ``object`` subject
+a rule applies to by kind (mostly decided by a guard: a Pod for PG602); pickling a
+shipped workload here; reading it there and sending its findings back."""
+
+
+def _to_ship(
+    subjects: Mapping[str, Sequence[Subject]], by_type: Mapping[str, Sequence[Rule]]
+) -> dict[int, int]:
+    """The workloads for the helper: index -> position among them. Only complete ones
+    (a deferred workload completes through the model, which stays here), spread evenly
+    over the list (GPU and other workloads cost differently and come kind by kind),
+    as many as make both processes finish together by ``_SHIP_COSTS``."""
+    workloads = subjects.get("workload", ())
+    complete = [
+        index
+        for index, subject in enumerate(workloads)
+        if subject.complete is None and not subject.obj.context_only
+    ]
+    if "workload" not in by_type or len(complete) < SHIP_FROM:
+        return {}
+    costs = _SHIP_COSTS
+    here = (len(workloads) - len(complete)) * costs["deferred"]
+    for subject_type, type_rules in by_type.items():
+        items = subjects.get(subject_type, ())
+        if subject_type == "object":  # every object: count those a rule applies to
+            kinds = frozenset().union(*(rule.kinds for rule in type_rules))
+            every = any(not rule.kinds for rule in type_rules)
+            matched = sum(1 for subject in items if every or subject.obj.kind in kinds)
+            here += matched * costs["object"]
+        elif subject_type != "workload":
+            here += len(items) * costs["typed"]
+    # here + (complete - n) + pickle * n == (1 + unpickle) * n
+    wanted = (here + len(complete)) / (2 + costs["unpickle"] - costs["pickle"])
+    count = min(len(complete), int(wanted))
+    chosen = [complete[(slot * len(complete)) // count] for slot in range(count)] if count else []
+    return {index: position for position, index in enumerate(chosen)}
+
+
+ShippedSubject = tuple[Mapping[str, Any], Any, Any, Mapping[str, Any]]
+"""A workload as pickled to the helper: body, origin, line map, variables."""
+
+
+def _shipped(subject: Subject) -> ShippedSubject:
+    obj = subject.obj
+    return obj.body, obj.origin, obj.lines, subject.variables
+
+
+def _rule_key(rule: Rule) -> tuple[Any, ...]:
+    """What the helper checks its own copy of a rule against: the programs, parameters
+    and matching, as this process runs them."""
+    return (
+        rule.id,
+        rule.doc.subject,
+        rule.doc.level,
+        tuple(program.source for program in _programs(rule)),
+        json.dumps(rule.params, sort_keys=True, default=str),
+        tuple(sorted(rule.kinds)) if rule.kinds else (),
+        rule.controlled,
+        rule.builtin,
+    )
+
+
+class _NoLookup(Mapping[str, KubeObject]):
+    """The helper has no objects to resolve a violation's ``ref`` with: a rule that
+    names one fails the helper's work, which the parent then does itself."""
+
+    def __getitem__(self, key: str) -> KubeObject:
+        raise _LookupNeeded(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise _LookupNeeded(key)
+
+    def __iter__(self) -> Iterator[str]:
+        raise _LookupNeeded("")
+
+    def __len__(self) -> int:
+        raise _LookupNeeded("")
+
+
+class _LookupNeeded(Exception):
+    pass
+
+
+def _evaluate_shipped(
+    context: HelperContext,
+    keys: Sequence[tuple[Any, ...]],
+    shipped: Sequence[ShippedSubject],
+    globals_: Mapping[str, Any],
+) -> list[list[Finding]]:
+    """In the helper: the findings of each shipped workload, with the helper's copies
+    of the rules the parent runs (a rule that differs, or is missing, is an error,
+    and the parent does the work)."""
+    rules, engine = context
+    mine = {_rule_key(rule): rule for rule in rules}
+    chosen = [mine[key] for key in keys]
+    subjects = [
+        Subject("workload", KubeObject(body, origin, lines), dict(variables))
+        for body, origin, lines, variables in shipped
+    ]
+    return evaluate(
+        chosen, {"workload": subjects}, engine, globals_, _NoLookup(), one_by_one=True
+    ).groups
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -107,3 +108,118 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
         return mine, there()
     return mine, theirs
+
+
+C = TypeVar("C")
+
+
+class Helper(Generic[C]):
+    """A second process forked while this one is still small, that takes work later.
+
+    ``in_two`` forks once the work is known and shares everything built by then;
+    past ``FORK_BELOW`` that sharing costs memory, since every page either process
+    writes afterwards is copied. A helper is forked early instead, before the large
+    data exists (an audit starts one after loading its rules, before reading the
+    cluster): it holds only its own small copy of the process, and the work it gets
+    later is pickled to it through a pipe, so it holds only that part too.
+
+    Work is a module-level function (pickled by name), called in the helper with the
+    helper's copy of ``context`` (what existed at the fork: rules, the CEL engine)
+    and the arguments sent. Anything that goes wrong (no fork, a helper that died or
+    raised, an answer that does not unpickle) makes ``submit``'s waiting function
+    return None, and the caller does the work itself.
+    """
+
+    def __init__(self, process: Any, requests: Any, answers: Any) -> None:
+        self._process = process
+        self._requests = requests
+        self._answers = answers
+
+    @classmethod
+    def start(cls, context: C) -> Helper[C] | None:
+        """A helper holding ``context``, or None where there is no fork or second CPU."""
+        if sys.platform != "linux" or cpus() < 2:
+            return None
+        import multiprocessing
+
+        multiprocessing_context = multiprocessing.get_context("fork")
+        request_reader, request_writer = multiprocessing_context.Pipe(duplex=False)
+        answer_reader, answer_writer = multiprocessing_context.Pipe(duplex=False)
+        for stream in (sys.stdout, sys.stderr):  # the child must not write a copy of them
+            with suppress(OSError, ValueError, AttributeError):
+                stream.flush()
+        process = multiprocessing_context.Process(
+            target=_serve,
+            args=(context, request_reader, answer_writer, (request_writer, answer_reader)),
+            daemon=True,
+        )
+        try:
+            process.start()
+        except OSError:
+            for end in (request_reader, request_writer, answer_reader, answer_writer):
+                end.close()
+            return None
+        request_reader.close()
+        answer_writer.close()
+        return cls(process, request_writer, answer_reader)
+
+    def submit(self, function: Callable[..., T], *args: Any) -> Callable[[], T | None]:
+        """Send ``function(context, *args)`` to the helper; the returned function waits
+        for its answer (None if the helper failed). One piece of work at a time."""
+        try:
+            self._requests.send_bytes(
+                pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+            )
+        except (OSError, ValueError, pickle.PicklingError, TypeError, AttributeError):
+            return lambda: None
+
+        def wait() -> T | None:
+            try:
+                payload = self._answers.recv_bytes()
+            except (EOFError, OSError):
+                return None  # the helper died before it could answer
+            if payload == _FAILED:
+                return None
+            try:
+                answer: T = pickle.loads(payload)
+            except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+                return None
+            return answer
+
+        return wait
+
+    def close(self) -> None:
+        """Stop the helper: it exits when its request pipe closes."""
+        with suppress(OSError):
+            self._requests.close()
+        self._process.join(timeout=5)
+        if self._process.is_alive():  # pragma: no cover - stuck sending to nobody
+            self._process.terminate()
+            self._process.join()
+        with suppress(OSError):
+            self._answers.close()
+
+
+def _serve(context: Any, requests: Any, answers: Any, parents: tuple[Any, ...]) -> None:
+    """The helper's loop: one answer per request, until the request pipe closes.
+    The parent's ends of the pipes are closed first (the request pipe would never
+    close while the helper holds its writing end too). Ctrl-C is the parent's to
+    handle (it stops the helper); here it would only print a traceback from the
+    middle of a piece of work."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for end in parents:
+        end.close()
+    while True:
+        try:
+            request = requests.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            function, args = pickle.loads(request)
+            payload = pickle.dumps(function(context, *args), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:  # any failure: the caller does the work itself
+            payload = _FAILED
+        try:
+            answers.send_bytes(payload)
+        except OSError:
+            return

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__, baseline, configfile, suppress
+from scanner import __version__, baseline, configfile, forking, suppress
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
-from scanner.engine import document_findings, evaluate
+from scanner.engine import HelperContext, document_findings, evaluate
 from scanner.errors import UsageError
 from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
@@ -170,18 +170,20 @@ def evaluate_inventory(
     *,
     now: datetime.datetime | None = None,
     scope: ClusterScope | None = None,
+    helper: forking.Helper[HelperContext] | None = None,
 ) -> Report:
     """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
     durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
     cluster was read, fixture tests a fixed time; default the current time. ``scope``
     is the cluster an audit read (its context and the kinds listed to the end);
-    default: a scan of manifests."""
+    default: a scan of manifests. ``helper``: a process started while this one was
+    small (``scanner.engine.start_helper``) that may take part of the evaluation."""
     # The model's facts and the findings live to the end of the run, like the
     # inventory: collecting cycles among them only rescans them (~6% of an audit).
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
         model = build_model(inventory, ruleset.config, scope)
-        return _evaluate_model(inventory, model, ruleset, repo_root, context_notes, now)
+        return _evaluate_model(inventory, model, ruleset, repo_root, context_notes, now, helper)
 
 
 def _evaluate_model(
@@ -191,6 +193,7 @@ def _evaluate_model(
     repo_root: Path,
     context_notes: Sequence[Notification],
     now: datetime.datetime | None,
+    helper: forking.Helper[HelperContext] | None = None,
 ) -> Report:
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
@@ -208,6 +211,7 @@ def _evaluate_model(
         },
         # Context objects are never reported on, so a ``ref`` may not point there.
         _RefLookup(inventory),
+        helper,
     )
     findings.extend(evaluation.findings)
     ruleset.engine.save_cache()  # programs the evaluation compiled (bound rules, guards)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,195 @@ def test_no_second_process_once_this_one_is_large(monkeypatch: pytest.MonkeyPatc
     assert forking.in_two(lambda: calls.append("here"), lambda: calls.append("there"))
     assert calls == ["here", "there"]  # both halves here, in order
     assert forking.resident_bytes() > 0 or forking.sys.platform != "linux"
+
+
+# -- a helper process started early (scanner/forking.py Helper, scanner/engine.py) ----
+
+
+def _helper_run(
+    monkeypatch: pytest.MonkeyPatch,
+    ruleset: pipeline.Ruleset,
+    inventory: Any,
+    started_with: pipeline.Ruleset | None = None,
+) -> tuple[list[Finding], list[object]]:
+    """Findings of one run with a helper taking every complete workload it is offered
+    (the fork guard held closed, as in a run past 1 GiB), and the helper's answers.
+    ``started_with``: the rules the helper was forked with (default: the run's)."""
+    answers: list[object] = []
+    original = forking.Helper.submit
+
+    def recording(self: Any, function: Any, *args: Any) -> Callable[[], Any]:
+        wait = original(self, function, *args)
+
+        def waiting() -> Any:
+            answer = wait()
+            answers.append(answer)
+            return answer
+
+        return waiting
+
+    monkeypatch.setattr(forking.Helper, "submit", recording)
+    monkeypatch.setattr(forking, "available", lambda: False)
+    monkeypatch.setattr(engine, "SHIP_FROM", 1)
+    started = started_with or ruleset
+    helper = engine.start_helper(started.rules, started.engine)
+    assert helper is not None
+    try:
+        report = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW, helper=helper)
+    finally:
+        helper.close()
+    assert not helper._process.is_alive()  # it exits when its pipe closes
+    return list(report.findings), answers
+
+
+@pytest.fixture
+def fixtures_run() -> tuple[pipeline.Ruleset, Any, list[Finding]]:
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
+    fixtures = [str(REPO / "fixtures" / "rules"), str(REPO / "fixtures" / "scenarios")]
+    inventory = load_paths(fixtures, REPO)
+    one = list(pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings)
+    return ruleset, inventory, one
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_helper_finds_what_one_process_does(
+    fixtures_run: tuple[pipeline.Ruleset, Any, list[Finding]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    ruleset, inventory, one = fixtures_run
+    helped, answers = _helper_run(monkeypatch, ruleset, inventory)
+    assert answers and all(answer is not None for answer in answers)  # the helper worked
+    assert helped == one
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_helper_that_died_costs_only_time(
+    fixtures_run: tuple[pipeline.Ruleset, Any, list[Finding]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    ruleset, inventory, one = fixtures_run
+    original = forking.Helper.start
+
+    def dead(context: Any) -> Any:
+        helper = original(context)
+        helper._process.kill()  # type: ignore[union-attr]
+        helper._process.join()  # type: ignore[union-attr]
+        return helper
+
+    monkeypatch.setattr(forking.Helper, "start", dead)
+    helped, answers = _helper_run(monkeypatch, ruleset, inventory)
+    assert answers == [None]
+    assert helped == one
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_helper_with_other_rules_leaves_the_work_here(
+    fixtures_run: tuple[pipeline.Ruleset, Any, list[Finding]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper holds the rules of the fork; a run with rules that differ (here:
+    one rule's parameters) must not be evaluated with the helper's copies."""
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    ruleset, inventory, one = fixtures_run
+    changed = [
+        replace(rule, params={**rule.params, "minutes": 1}) if rule.id == "PG603" else rule
+        for rule in ruleset.rules
+    ]
+    other = replace(ruleset, rules=changed)
+    want = list(pipeline.evaluate_inventory(inventory, other, REPO, now=NOW).findings)
+    assert want != one  # the parameter matters on the fixtures
+    got, answers = _helper_run(monkeypatch, other, inventory, started_with=ruleset)
+    assert answers == [None]  # the helper refused: its PG603 is another rule
+    assert got == want
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_violation_naming_another_object_is_resolved_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper holds no objects to resolve a ``ref`` with: such work comes back
+    undone and is evaluated here, with the finding on the object named."""
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "X900.yaml").write_text(
+        "id: X900\nname: names-its-namespace\nlevel: warning\nsummary: s\n"
+        "description: d\nremediation: r\nsubject: workload\n"
+        'violations: \'[{"message": "in " + workload.namespace,'
+        ' "ref": "Namespace/" + workload.namespace}]\'\n'
+    )
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "all.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n---\n"
+        + "---\n".join(
+            f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{index}, namespace: ml}}\n"
+            "spec:\n  template:\n    spec:\n      containers: [{name: c, image: x}]\n"
+            for index in range(3)
+        )
+    )
+    ruleset = pipeline.load_ruleset(
+        pipeline.ScanOptions(engine="cpp", rule_dirs=(rules,), include_bundled=False)
+    )
+    inventory = load_paths([str(manifests)], tmp_path)
+    one = list(pipeline.evaluate_inventory(inventory, ruleset, tmp_path, now=NOW).findings)
+    helped, answers = _helper_run(monkeypatch, ruleset, inventory)
+    assert answers == [None]  # the helper could not resolve the ref
+    assert helped == one and len(one) == 3
+    assert {finding.ref.kind for finding in helped if finding.ref} == {"Namespace"}
+
+
+def test_the_helper_gets_complete_workloads_spread_evenly() -> None:
+    """Deferred (controlled) workloads complete through the model, which stays in
+    this process; the complete ones are taken evenly across the list."""
+    from scanner.inventory import KubeObject, LineMap, Origin
+    from scanner.model import Subject
+
+    def subject(index: int, deferred: bool) -> Subject:
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{index}"}}
+        obj = KubeObject(body, Origin(f"cluster://c/p{index}"), LineMap({}))
+        return Subject("workload", obj, {"workload": {}}, (lambda: None) if deferred else None)
+
+    rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
+    by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
+    workloads = [subject(index, deferred=index % 3 == 0) for index in range(3_000)]
+    chosen = engine._to_ship({"workload": workloads}, by_type)
+    assert chosen and all(workloads[index].complete is None for index in chosen)
+    assert list(chosen.values()) == list(range(len(chosen)))
+    assert sorted(chosen) == list(chosen)  # in subject order
+    # Spread: each third of the list gives about a third of them.
+    thirds = [sum(1 for index in chosen if index // 1_000 == part) for part in range(3)]
+    assert max(thirds) - min(thirds) <= 2
+    assert engine._to_ship({"workload": workloads[: engine.SHIP_FROM]}, by_type) == {}
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_an_audit_of_a_large_snapshot_has_a_helper_and_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``poolgate audit --snapshot`` as the command runs it, in this process so the
+    thresholds can be lowered: the snapshot counts as large, the fork guard is closed,
+    and the helper takes the dump's complete workloads (the controlled ones, whose
+    facts complete through the model, stay here)."""
+    from scanner import cli
+
+    dump = REPO / "tests" / "audit" / "controlled" / "dump.yaml"
+    argv = ["audit", "--snapshot", str(dump), "--now", "2026-01-01T00:00:00Z", "--format", "json"]
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    assert cli.run([*argv, "--output", str(tmp_path / "one.json")]) == 1
+    started: list[object] = []
+    original = engine.start_helper
+
+    def starting(*args: Any) -> Any:
+        helper = original(*args)
+        started.append(helper)
+        return helper
+
+    monkeypatch.setattr(engine, "start_helper", starting)
+    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", 0)
+    monkeypatch.setattr(forking, "available", lambda: False)
+    monkeypatch.setattr(engine, "SHIP_FROM", 1)
+    assert cli.run([*argv, "--output", str(tmp_path / "helped.json")]) == 1
+    assert started and started[0] is not None
+    assert (tmp_path / "helped.json").read_text() == (tmp_path / "one.json").read_text()
+    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
+    assert not cli._large(str(dump)) and cli._large(None)  # a live audit: unknown size
