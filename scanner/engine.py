@@ -18,6 +18,7 @@ workloads instead, pickled to it, and its findings take their subjects' places.
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -306,6 +307,9 @@ SHIP_FROM: Final = 1_000
 """Complete workloads from which the helper takes a share: below that, pickling them
 and starting the evaluation over there costs about what it saves."""
 
+SHIP_AT_LEAST: Final = 64
+"""Fewer workloads than this are not worth the helper's round trip."""
+
 _SHIP_COSTS: Final = {
     "deferred": 0.1,
     "typed": 0.25,
@@ -348,9 +352,37 @@ def _to_ship(
             here += len(items) * costs["typed"]
     # here + (complete - n) + pickle * n == (1 + unpickle) * n
     wanted = (here + len(complete)) / (2 + costs["unpickle"] - costs["pickle"])
-    count = min(len(complete), int(wanted))
-    chosen = [complete[(slot * len(complete)) // count] for slot in range(count)] if count else []
+    count = min(len(complete), int(wanted), _room_for(workloads, complete))
+    if count < SHIP_AT_LEAST:
+        return {}
+    chosen = [complete[(slot * len(complete)) // count] for slot in range(count)]
     return {index: position for position, index in enumerate(chosen)}
+
+
+HELPER_ROOM: Final = 1_600 * 1024 * 1024
+"""Both processes together stay under this, by estimate: the helper gets only as many
+workloads as fit beside what this process already holds. The documented footprint
+of a 100,000-pod audit is 2 GB, and a CronJob's memory limit is set by it; the
+shape where every pod is its own workload holds 1.6 GiB in one process and so gets
+(almost) no helper."""
+
+_HELPER_BASE: Final = 64 * 1024 * 1024
+"""The helper's own pages (the process at the fork, rules and engine), roughly."""
+
+_HELPER_EXPANSION: Final = 8
+"""Bytes the helper holds per byte of pickled workloads: the objects, their
+evaluation and findings (measured 6-7.5 on the benchmark snapshots)."""
+
+
+def _room_for(workloads: Sequence[Subject], complete: Sequence[int]) -> int:
+    """How many of the ``complete`` workloads fit in the helper under ``HELPER_ROOM``,
+    from the pickled size of a sample of them."""
+    room = HELPER_ROOM - forking.resident_bytes() - _HELPER_BASE
+    if room <= 0 or not complete:
+        return 0
+    sample = [_shipped(workloads[index]) for index in complete[:: max(1, len(complete) // 64)]]
+    size = len(pickle.dumps(sample, protocol=pickle.HIGHEST_PROTOCOL)) / len(sample)
+    return int(room / (size * _HELPER_EXPANSION))
 
 
 ShippedSubject = tuple[Mapping[str, Any], Any, Any, Mapping[str, Any]]

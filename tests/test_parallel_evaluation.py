@@ -109,6 +109,7 @@ def _helper_run(
     monkeypatch.setattr(forking.Helper, "submit", recording)
     monkeypatch.setattr(forking, "available", lambda: False)
     monkeypatch.setattr(engine, "SHIP_FROM", 1)
+    monkeypatch.setattr(engine, "SHIP_AT_LEAST", 1)
     started = started_with or ruleset
     helper = engine.start_helper(started.rules, started.engine)
     assert helper is not None
@@ -266,8 +267,39 @@ def test_an_audit_of_a_large_snapshot_has_a_helper_and_the_same_report(
     monkeypatch.setattr(cli, "HELPER_FROM_BYTES", 0)
     monkeypatch.setattr(forking, "available", lambda: False)
     monkeypatch.setattr(engine, "SHIP_FROM", 1)
+    monkeypatch.setattr(engine, "SHIP_AT_LEAST", 1)
     assert cli.run([*argv, "--output", str(tmp_path / "helped.json")]) == 1
     assert started and started[0] is not None
     assert (tmp_path / "helped.json").read_text() == (tmp_path / "one.json").read_text()
     monkeypatch.setattr(cli, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
     assert not cli._large(str(dump)) and cli._large(None)  # a live audit: unknown size
+
+
+def test_the_helper_gets_no_more_than_fits_beside_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both processes together stay under HELPER_ROOM by estimate: the helper's share
+    shrinks as this process grows, and there is none once it holds that much."""
+    from scanner.inventory import KubeObject, LineMap, Origin
+    from scanner.model import Subject
+
+    def pod(index: int) -> dict[str, Any]:
+        return {"kind": "Pod", "metadata": {"name": f"p{index}"}, "data": f"{index:0>1000}"}
+
+    workloads = [
+        Subject("workload", KubeObject(pod(index), Origin(f"c://p{index}"), LineMap({})), {})
+        for index in range(2_000)
+    ]
+    complete = list(range(len(workloads)))
+    monkeypatch.setattr(forking, "resident_bytes", lambda: 0)
+    roomy = engine._room_for(workloads, complete)
+    monkeypatch.setattr(forking, "resident_bytes", lambda: engine.HELPER_ROOM // 2)
+    half = engine._room_for(workloads, complete)
+    assert roomy > half > 0
+    # ~1 KB pickled each, held eight times over: about HELPER_ROOM / 2 / 8 KB of them
+    assert half == pytest.approx(engine.HELPER_ROOM / 2 / 8 / 1_100, rel=0.2)
+    monkeypatch.setattr(forking, "resident_bytes", lambda: engine.HELPER_ROOM)
+    assert engine._room_for(workloads, complete) == 0
+    rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
+    by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
+    assert engine._to_ship({"workload": workloads}, by_type) == {}
