@@ -136,6 +136,8 @@ class Helper(Generic[C]):
         self._process = process
         self._requests = requests
         self._answers = answers
+        self._pending = False
+        """Work was sent and its answer not read (the caller stopped waiting)."""
 
     @classmethod
     def start(cls, context: C) -> Helper[C] | None:
@@ -174,12 +176,15 @@ class Helper(Generic[C]):
             )
         except (OSError, ValueError, pickle.PicklingError, TypeError, AttributeError):
             return lambda: None
+        self._pending = True
 
         def wait() -> T | None:
             try:
                 payload = self._answers.recv_bytes()
             except (EOFError, OSError):
                 return None  # the helper died before it could answer
+            finally:
+                self._pending = False
             if payload == _FAILED:
                 return None
             try:
@@ -191,7 +196,11 @@ class Helper(Generic[C]):
         return wait
 
     def close(self) -> None:
-        """Stop the helper: it exits when its request pipe closes."""
+        """Stop the helper: it exits when its request pipe closes, or at once while it
+        still works on something nobody waits for (the caller failed or was
+        interrupted)."""
+        if self._pending:
+            self._process.terminate()
         with suppress(OSError):
             self._requests.close()
         self._process.join(timeout=5)

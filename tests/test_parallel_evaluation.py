@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -303,3 +304,35 @@ def test_the_helper_gets_no_more_than_fits_beside_this_process(
     rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
     by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
     assert engine._to_ship({"workload": workloads}, by_type) == {}
+
+
+def _sleeping(context: object, seconds: float) -> str:
+    time.sleep(seconds)
+    return "late"
+
+
+def _failing(context: object) -> str:
+    raise ValueError("in the helper")
+
+
+def _answering(context: object, value: int) -> tuple[object, int]:
+    return context, value * 2
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_helper_answers_fails_and_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work gets the helper's copy of the context; an exception there is None here;
+    closing while work is under way (the caller failed) stops it at once."""
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    helper = forking.Helper.start({"rules": "from before the fork"})
+    assert helper is not None
+    assert helper.submit(_answering, 21)() == ({"rules": "from before the fork"}, 42)
+    assert helper.submit(_failing)() is None
+    assert helper.submit(_answering, 1)() == ({"rules": "from before the fork"}, 2)  # still up
+    helper.submit(_sleeping, 60)
+    started = time.monotonic()
+    helper.close()
+    assert time.monotonic() - started < 5
+    assert not helper._process.is_alive()
+    monkeypatch.setattr(forking, "cpus", lambda: 1)
+    assert forking.Helper.start(None) is None  # POOLGATE_JOBS=1, or one CPU
