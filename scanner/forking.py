@@ -29,14 +29,46 @@ _FAILED: Final = b""
 
 
 def cpus() -> int:
-    """CPUs this process may use (``POOLGATE_JOBS`` overrides)."""
+    """CPUs this process may use (``POOLGATE_JOBS`` overrides): those it may run on,
+    no more than a container's CPU limit allows in whole CPUs (a pod with
+    ``limits.cpu: 1`` on a 64-CPU node gets 1, and no second process that would
+    only cost memory)."""
     configured = os.environ.get("POOLGATE_JOBS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
     try:
-        return len(os.sched_getaffinity(0))
+        usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        usable = os.cpu_count() or 1
+    limit = cpu_limit()
+    return usable if limit is None else max(1, min(usable, int(limit)))
+
+
+CGROUP_V2_MAX: Final = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA: Final = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+CGROUP_V1_PERIOD: Final = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
+def cpu_limit() -> float | None:
+    """The CPUs the cgroup this process sees (a container's) may use, as its CPU
+    quota over its period (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), or None
+    when there is no limit or nothing says."""
+    try:
+        with open(CGROUP_V2_MAX, encoding="ascii") as limit:
+            quota, _, period = limit.read().strip().partition(" ")
+    except OSError:
+        try:
+            with open(CGROUP_V1_QUOTA, encoding="ascii") as limit:
+                quota = limit.read().strip()
+            with open(CGROUP_V1_PERIOD, encoding="ascii") as length:
+                period = length.read().strip()
+        except OSError:
+            return None
+    try:
+        allowed, every = int(quota), int(period)
+    except ValueError:  # "max": no limit
+        return None
+    return allowed / every if allowed > 0 and every > 0 else None
 
 
 FORK_BELOW: Final = 1024 * 1024 * 1024

@@ -336,3 +336,43 @@ def test_a_helper_answers_fails_and_stops(monkeypatch: pytest.MonkeyPatch) -> No
     assert not helper._process.is_alive()
     monkeypatch.setattr(forking, "cpus", lambda: 1)
     assert forking.Helper.start(None) is None  # POOLGATE_JOBS=1, or one CPU
+
+
+@pytest.mark.parametrize(
+    ("v2", "v1", "limit", "usable"),
+    [
+        ("max 100000\n", None, None, 8),  # v2, no limit
+        ("150000 100000\n", None, 1.5, 1),  # 1.5 CPUs: no second whole one
+        ("200000 100000\n", None, 2.0, 2),
+        ("400000 100000\n", None, 4.0, 4),
+        (None, ("-1", "100000"), None, 8),  # v1, no limit
+        (None, ("100000", "100000"), 1.0, 1),
+        (None, None, None, 8),  # nothing says
+        ("garbage\n", None, None, 8),
+    ],
+)
+def test_a_containers_cpu_limit_bounds_the_processes(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    v2: str | None,
+    v1: tuple[str, str] | None,
+    limit: float | None,
+    usable: int,
+) -> None:
+    """A pod with ``limits.cpu`` sees the node's CPUs but may use only its quota: a
+    second process then costs memory for nothing."""
+    files = {"v2": tmp_path / "cpu.max", "quota": tmp_path / "q", "period": tmp_path / "p"}
+    if v2 is not None:
+        files["v2"].write_text(v2)
+    if v1 is not None:
+        files["quota"].write_text(v1[0])
+        files["period"].write_text(v1[1])
+    monkeypatch.setattr(forking, "CGROUP_V2_MAX", str(files["v2"]))
+    monkeypatch.setattr(forking, "CGROUP_V1_QUOTA", str(files["quota"]))
+    monkeypatch.setattr(forking, "CGROUP_V1_PERIOD", str(files["period"]))
+    monkeypatch.setattr(forking.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.delenv("POOLGATE_JOBS", raising=False)
+    assert forking.cpu_limit() == limit
+    assert forking.cpus() == usable
+    monkeypatch.setenv("POOLGATE_JOBS", "3")
+    assert forking.cpus() == 3  # the user's word wins
