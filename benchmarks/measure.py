@@ -87,6 +87,66 @@ def run_child(
         )
 
 
+def peak_tree_pss(
+    argv: list[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    interval: float = 0.05,
+) -> int | None:
+    """Run ``argv`` to completion and return the peak, over samples every ``interval``
+    seconds, of the proportional set size summed over it and its descendants (bytes):
+    what a command that forks a helper holds in all, each shared page counted once.
+    None where ``/proc/PID/smaps_rollup`` is not there (not Linux). Sampling reads the
+    kernel's page tables and costs CPU, so this run is never the one timed."""
+    if not Path(f"/proc/{os.getpid()}/smaps_rollup").exists():
+        return None
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    peak = 0
+    try:
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                proc.kill()
+                break
+            peak = max(peak, sum(_pss(pid) for pid in _tree(proc.pid)))
+            time.sleep(interval)
+    finally:
+        proc.wait()
+    return peak or None
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, as /proc lists them now."""
+    found = [pid]
+    for parent in found:  # grows while it is walked
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text()
+        except OSError:
+            continue
+        found += [int(child) for child in children.split()]
+    return found
+
+
+def _pss(pid: int) -> int:
+    """The proportional set size of ``pid`` in bytes (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
 def yaml_files(root: Path) -> list[Path]:
     """The YAML files under ``root``, in a stable order."""
     return sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())

@@ -30,7 +30,14 @@ from typing import Any
 
 from benchmarks.corpus import generate_corpus, write_corpus
 from benchmarks.emit import dump_stream
-from benchmarks.measure import ChildRun, has_libyaml, libyaml_floor, read_floor, run_child
+from benchmarks.measure import (
+    ChildRun,
+    has_libyaml,
+    libyaml_floor,
+    peak_tree_pss,
+    read_floor,
+    run_child,
+)
 from benchmarks.snapshot import write_snapshot
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +128,16 @@ class AuditResult:
     controllers: int
     bytes: int
     audit: Measured = field(default_factory=Measured)
+    tree_pss: int | None = None
+    """Peak proportional set size of the command and every process it started (a
+    large audit forks a helper), from one more, untimed run; None where not measured."""
+
+    @property
+    def memory(self) -> int | None:
+        """What the memory budget is judged on: the larger of the main process's peak
+        RSS and all processes' proportional set size."""
+        known = [value for value in (self.audit.rss, self.tree_pss) if value is not None]
+        return max(known) if known else None
 
     @property
     def budget_size(self) -> bool:
@@ -324,6 +341,10 @@ def run_audit(args: argparse.Namespace, report: Report, say: Callable[..., None]
             measured = time_command(argv, repeats, args.timeout, SCAN_OK, args.env)
             report.failed |= measured.error is not None
             result = AuditResult(shape, nodes, pods, info.controllers, info.bytes, measured)
+            if measured.error is None:
+                result.tree_pss = peak_tree_pss(
+                    argv, cwd=REPO_ROOT, timeout=args.timeout, env=args.env
+                )
             report.audit.append(result)
 
 
@@ -469,16 +490,22 @@ def audit_lines(report: Report) -> list[str]:
         nodes, pods = size
         lines += [
             f"audit --snapshot, {nodes:,} nodes + {pods:,} pods:",
-            f"  {'shape':<54} {'MB':>6} {'controllers':>11} {'wall s':>8} {'peak RSS MB':>12}",
+            f"  {'shape':<54} {'MB':>6} {'controllers':>11} {'wall s':>8} {'peak RSS MB':>12}"
+            f" {'all PSS MB':>11}",
         ]
         for a in report.audit:
             if (a.nodes, a.pods) != size:
                 continue
             wall, rss = a.audit.cells()
+            pss = "-" if a.tree_pss is None else f"{a.tree_pss / 2**20:.0f}"
             lines.append(
                 f"  {SHAPES[a.shape]:<54} {_mb(a.bytes):>6} {a.controllers:>11,} "
-                f"{wall:>8} {rss:>12}"
+                f"{wall:>8} {rss:>12} {pss:>11}"
             )
+        lines.append(
+            "  (peak RSS: the main process; all PSS: it and the processes it started, "
+            "proportional, one more untimed run)"
+        )
     for a in report.audit:
         if a.audit.error:
             lines.append(f"audit failed on the {a.shape} snapshot: {a.audit.error}")
@@ -508,14 +535,14 @@ def verdicts(report: Report) -> list[str]:
     if report.one_file is not None and report.one_file.seconds is not None:
         judge("one small file, warm", report.one_file.seconds, 0.35, " s")
     for au in report.audit or []:
-        seconds, rss = au.audit.seconds, au.audit.rss
+        seconds, memory = au.audit.seconds, au.memory
         if not (au.budget_size and seconds):
             continue
-        gib = None if rss is None else rss / 2**30
+        gib = None if memory is None else memory / 2**30
         if au.shape == "controllers":
             judge("snapshot 5k nodes + 100k pods, wall", seconds, AUDIT_BUDGET_SECONDS, " s")
             if gib is not None:
-                judge("snapshot 5k nodes + 100k pods, peak RSS", gib, AUDIT_BUDGET_GIB, " GiB")
+                judge("snapshot 5k nodes + 100k pods, peak memory", gib, AUDIT_BUDGET_GIB, " GiB")
         else:  # the worst case: how far it is from the budget, without a verdict
             found.append(
                 f"  snapshot 5k nodes + 100k pods, {SHAPES[au.shape]} (no verdict): "
@@ -523,7 +550,7 @@ def verdicts(report: Report) -> list[str]:
                 + (
                     ""
                     if gib is None
-                    else f", peak RSS {gib:.2f} GiB = {gib / AUDIT_BUDGET_GIB:.2f}x"
+                    else f", peak memory {gib:.2f} GiB = {gib / AUDIT_BUDGET_GIB:.2f}x"
                 )
             )
     ck = report.checkov

@@ -56,11 +56,16 @@ def test_snapshot_verdict_on_the_controllers_shape_worst_case_only_compared() ->
     assert verdicts(report) == [
         "  snapshot 5k nodes + 100k pods, wall: 20.00 s (budget 15 s): "
         "MISSED by 5.00 s (1.33x the budget)",
-        "  snapshot 5k nodes + 100k pods, peak RSS: 3.00 GiB (budget 2 GiB): "
+        "  snapshot 5k nodes + 100k pods, peak memory: 3.00 GiB (budget 2 GiB): "
         "MISSED by 1.00 GiB (1.50x the budget)",
         "  snapshot 5k nodes + 100k pods, worst case: every pod its own template, owners absent "
-        "(no verdict): wall 45.00 s = 3.00x the budget, peak RSS 1.00 GiB = 0.50x",
+        "(no verdict): wall 45.00 s = 3.00x the budget, peak memory 1.00 GiB = 0.50x",
     ]
+    # A helper process: all processes together, not the main one alone, are judged.
+    report.audit[0] = audit("controllers", 5_000, 100_000, 20.0, 3 * 2**29)
+    assert "peak memory: 1.50 GiB (budget 2 GiB): met" in verdicts(report)[1]
+    report.audit[0].tree_pss = 5 * 2**29
+    assert "peak memory: 2.50 GiB (budget 2 GiB): MISSED" in verdicts(report)[1]
     report.audit = report.audit[1:]  # --snapshot-shape unique: still no verdict
     (line,) = verdicts(report)
     assert "no verdict" in line
@@ -75,11 +80,14 @@ def test_audit_table_has_a_row_per_shape() -> None:
     ]
     lines = audit_lines(report)
     assert lines[0] == "audit --snapshot, 500 nodes + 10,000 pods:"
-    assert lines[2].split()[-2:] == ["12.500", "300"]
+    assert lines[2].split()[-3:] == ["12.500", "300", "-"]  # no all-process run
+    report.audit[0].tree_pss = 450 * 2**20
+    assert audit_lines(report)[2].split()[-3:] == ["12.500", "300", "450"]
     assert lines[2].lstrip().startswith("controllers, pods share their templates")
     assert lines[3].lstrip().startswith("worst case: every pod its own template, owners absent")
     assert "FAILED" in lines[3]
     assert lines[-1] == "audit failed on the unique snapshot: exit -15: killed"
+    assert lines[-2].startswith("  (peak RSS: the main process; all PSS:")
     assert audit_lines(Report(machine={})) == ["audit: skipped (--no-audit)"]
     assert audit_lines(Report(machine={}, audit=[], audit_unavailable="no such command")) == [
         "audit: not available yet"
