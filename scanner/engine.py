@@ -443,7 +443,7 @@ def _evaluate_shipped(
     mine = {_rule_key(rule): rule for rule in rules}
     chosen = [mine[key] for key in keys]
     subjects = [
-        Subject("workload", KubeObject(body, origin, lines), dict(variables))
+        Subject("workload", KubeObject(body, origin, lines), variables)
         for body, origin, lines, variables in shipped
     ]
     return evaluate(

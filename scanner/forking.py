@@ -93,6 +93,13 @@ def resident_bytes() -> int:
         return 0
 
 
+def _flush_output() -> None:
+    """Before a fork: what is buffered is written once, not again by the child."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):  # closed, or None
+            stream.flush()
+
+
 def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     """``(here(), there())``, with ``there`` run in a forked child when possible."""
     if not available():
@@ -110,9 +117,7 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
         send.send_bytes(payload)
         send.close()
 
-    for stream in (sys.stdout, sys.stderr):  # the child must not write a copy of them
-        with suppress(OSError, ValueError, AttributeError):  # closed, or None
-            stream.flush()
+    _flush_output()
     process = context.Process(target=child, daemon=True)
     try:
         process.start()
@@ -181,9 +186,7 @@ class Helper(Generic[C]):
         multiprocessing_context = multiprocessing.get_context("fork")
         request_reader, request_writer = multiprocessing_context.Pipe(duplex=False)
         answer_reader, answer_writer = multiprocessing_context.Pipe(duplex=False)
-        for stream in (sys.stdout, sys.stderr):  # the child must not write a copy of them
-            with suppress(OSError, ValueError, AttributeError):
-                stream.flush()
+        _flush_output()
         process = multiprocessing_context.Process(
             target=_serve,
             args=(context, request_reader, answer_writer, (request_writer, answer_reader)),
