@@ -16,7 +16,7 @@ from typing import Any, Final, TextIO
 
 import click
 
-from scanner import __version__
+from scanner import __version__, lifetime
 from scanner.cel import ENGINE_NAMES
 from scanner.errors import PoolgateError
 from scanner.reporters import FORMATS
@@ -412,6 +412,7 @@ def audit(
                 ruleset, kubeconfig, kube_context, page_size, request_timeout, progress
             )
         report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
+        lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
     finally:
         if helper is not None:
             helper.close()
@@ -432,6 +433,7 @@ def audit(
         if changes is not None:
             write = drift.wrap(destination.format, write, changes)
         output.write(destination, partial(write, shown))
+    lifetime.keep(report)
     return pipeline.exit_code(report, fail_on)
 
 
@@ -659,16 +661,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     objects (inventory, model, findings) live to its end. The loaders and the
     evaluation pause it anyway (``collector_paused``); re-enabling it between them
     made the first collections after the evaluation traverse the whole model (the
-    young generation, then the middle one) while the reports were written. Before
-    exiting, everything left is frozen: the interpreter's last collection at exit
-    would otherwise traverse the cycles the run left behind, to free memory the
-    process is about to give back anyway. Library callers (``run``) keep the
-    collector as they set it.
+    young generation, then the middle one) while the reports were written. What the
+    stages are done with is held, not freed, and the process ends without the
+    interpreter's teardown once its output is flushed (``scanner.lifetime``): freeing
+    it all only gave memory back to a process about to end. Library callers (``run``)
+    keep the collector as they set it, and their objects are freed as usual.
     """
     gc.disable()
-    code = run(argv)
-    gc.freeze()
-    sys.exit(code)
+    lifetime.keep_until_exit()
+    lifetime.end(run(argv))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -282,27 +282,40 @@ def test_sarif_regions_are_the_lines_of_the_offending_fields(tmp_path: Path) -> 
 
 
 def test_the_console_entry_point_runs_without_the_cyclic_collector() -> None:
-    """``main`` (the ``poolgate`` script) turns the collector off for its one command;
-    ``run``, which library callers and these tests use, leaves it as it was."""
+    """``main`` (the ``poolgate`` script) turns the collector off for its one command
+    and ends the process with the command's code once its output is flushed
+    (scanner/lifetime.py); ``run``, which library callers and these tests use, leaves
+    the collector as it was and holds nothing past the call."""
     probe = (
         "import gc, json, sys\n"
-        "from scanner import cli\n"
-        "seen = []\n"
+        "from scanner import cli, lifetime\n"
         "real = cli.run\n"
-        "cli.run = lambda argv: seen.append(gc.isenabled()) or real(argv)\n"
+        "def probe(argv):\n"
+        "    real(argv)\n"
+        "    print(json.dumps(['main', gc.isenabled()]))\n"
+        "    return 3\n"
+        "cli.run = probe\n"
         "gc.enable()\n"
         "real(['--version'])\n"
-        "before = gc.isenabled()\n"
-        "try:\n"
-        "    cli.main(['--version'])\n"
-        "except SystemExit as done:\n"
-        "    print(json.dumps([before, seen, done.code, gc.get_freeze_count() > 0]))\n"
+        "lifetime.keep(object())\n"
+        "print(json.dumps(['run', gc.isenabled(), lifetime.kept()]))\n"
+        "cli.main(['--version'])\n"
+        "print('not reached')\n"
     )
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=buffered
     )
-    # ... and freezes what is left before exiting: the last collection skips it.
-    assert json.loads(result.stdout.splitlines()[-1]) == [True, [False], 0, True]
+    lines = result.stdout.splitlines()
+    # Block-buffered (a pipe), and still all there: the end flushes before exiting.
+    assert [json.loads(line) for line in lines if line.startswith("[")] == [
+        ["run", True, 0],
+        ["main", False],
+    ]
+    assert len([line for line in lines if line.startswith("poolgate")]) == 2
+    assert "not reached" not in result.stdout
+    assert result.returncode == 3
+    assert result.stderr == ""
 
 
 def test_a_max_file_size_over_the_largest_limit_is_a_usage_error(tmp_path: Path) -> None:
