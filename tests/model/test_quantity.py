@@ -38,3 +38,23 @@ def test_not_a_quantity(text: object) -> None:
 )
 def test_positive_count(text: object, count: int) -> None:
     assert positive_count(text) == count
+
+
+class _Text(str):
+    """A str subclass: not cached by its class, still a quantity."""
+
+
+@pytest.mark.parametrize("value", ["8", " 8 ", "1e3", "2Ki", "x", "", "-3", True, 8.0, _Text("8")])
+def test_positive_count_is_the_same_on_every_call(value: object) -> None:
+    """Texts are counted once and remembered; a repeat, or the same value of another
+    type, gets exactly the uncached answer."""
+    expected = [positive_count(value) for _ in range(3)]
+    assert len(set(expected)) == 1
+    assert expected[0] == _uncached(value)
+
+
+def _uncached(value: object) -> int:
+    quantity = parse_quantity(value)
+    if quantity is None or quantity <= 0 or quantity.denominator != 1:
+        return 0
+    return int(quantity)
