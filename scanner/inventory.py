@@ -47,6 +47,11 @@ class Origin:
     column: int = 1
     source_type: str = "file"
 
+    def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str]]:
+        """Pickled as its fields (``scanner.findings.Finding.__reduce__``): a helper
+        process gets one with every workload it evaluates (scanner/engine.py)."""
+        return (Origin, (self.uri, self.document_index, self.line, self.column, self.source_type))
+
 
 @dataclass(frozen=True, slots=True)
 class LineMap:
@@ -59,6 +64,10 @@ class LineMap:
 
     positions: Mapping[str, Position]
     prefix: str = ""
+
+    def __reduce__(self) -> tuple[type[LineMap], tuple[Mapping[str, Position], str]]:
+        """Pickled as its fields (``Origin.__reduce__``)."""
+        return (LineMap, (self.positions, self.prefix))
 
     def lookup(self, path: str) -> Position | None:
         """The position of ``path``, or of its nearest ancestor that has one."""
@@ -111,6 +120,10 @@ class ObjectRef:
     kind: str
     namespace: str
     name: str
+
+    def __reduce__(self) -> tuple[type[ObjectRef], tuple[str, str, str, str]]:
+        """Pickled as its fields (``scanner.findings.Finding.__reduce__``)."""
+        return (ObjectRef, (self.api_version, self.kind, self.namespace, self.name))
 
     @property
     def logical_name(self) -> str:
