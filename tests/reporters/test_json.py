@@ -5,7 +5,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from scanner.reporters import Report
+from scanner.reporters import json as json_reporter
 from scanner.reporters.json import to_document
 
 Render = Callable[[Report, str], str]
@@ -110,3 +113,19 @@ def test_fast_writer_matches_the_standard_library(report: Report, render: Render
     ):
         expected = json.dumps(to_document(case), indent=2, ensure_ascii=False) + "\n"
         assert render(case, "json") == expected
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 6, 7])
+def test_findings_written_in_batches_make_the_same_text(
+    report: Report, render: Render, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Findings are written a batch at a time (memory); batch edges, a last batch that
+    is full or not, change nothing in the text."""
+    monkeypatch.setattr(json_reporter, "WRITE_BATCH", 3)
+    findings = [
+        replace(report.findings[index % len(report.findings)], message=f"finding {index}")
+        for index in range(count)
+    ]
+    case = replace(report, findings=findings)
+    expected = json.dumps(to_document(case), indent=2, ensure_ascii=False) + "\n"
+    assert render(case, "json") == expected
