@@ -289,3 +289,28 @@ def test_sarif_om_is_imported_only_when_sarif_is_written() -> None:
         cwd=Path(__file__).parents[2],
     )
     assert completed.returncode == 0, completed.stderr
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 4, 7])
+def test_results_written_in_batches_make_the_log_build_log_describes(
+    report: Report, render: Render, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Results are built and written a batch at a time (memory), spliced into the log
+    at their place and depth: the text stays exactly what ``json.dumps`` writes for
+    the whole log, batch edges, rule errors and tricky text included."""
+    from scanner.reporters import sarif
+
+    monkeypatch.setattr(sarif, "WRITE_BATCH", 3)
+    findings = [
+        replace(
+            report.findings[index % len(report.findings)],
+            message=f'finding {index}: "results": [] quote " newline \n ünï \u2028',
+        )
+        for index in range(count + 1)  # one more: the standard report has a rule error
+    ]
+    case = replace(report, findings=findings)
+    expected = json.dumps(sarif.build_log(case), indent=2, ensure_ascii=False) + "\n"
+    assert render(case, "sarif") == expected
+    assert len(json.loads(expected)["runs"][0]["results"]) == sum(
+        finding.outcome.value == "fail" for finding in findings
+    )
