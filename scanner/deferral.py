@@ -71,10 +71,13 @@ def reads_instance_facts_only(sources: Iterable[str]) -> bool:
     return True
 
 
-def workload_fields(sources: Iterable[str]) -> frozenset[str] | None:
+def workload_fields(sources: Iterable[str], *, controlled: bool = False) -> frozenset[str] | None:
     """The fields of ``workload`` the expressions ``sources`` may read (every
     ``workload.<field>`` they name, in any branch), or None when they may read it whole
-    or cannot be followed (the cases listed in the module docstring).
+    or cannot be followed (the cases listed in the module docstring). ``controlled``:
+    on a workload whose ``controlled`` is true, where the ``else`` branch of a
+    conditional on ``workload.controlled`` alone never runs, so what only that branch
+    names is never read (a controlled pod skips its controller's pool checks).
 
     An activation whose ``workload`` holds only these fields gives such expressions the
     same values, errors and costs as the whole facts (scanner/engine.py): a field they
@@ -87,7 +90,10 @@ def workload_fields(sources: Iterable[str]) -> frozenset[str] | None:
         text = readable(source)
         if text is None:
             return None
+        skipped = _never_evaluated(text) if controlled else []
         for match in _WORKLOAD.finditer(text):
+            if any(start <= match.start() < end for start, end in skipped):
+                continue
             field = FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 return None

@@ -96,6 +96,10 @@ def evaluate(
         rule.id: workload_fields(program.source for program in _programs(rule))
         for rule in (rules if selecting else ())
     }
+    reads_controlled = {
+        rule.id: workload_fields((program.source for program in _programs(rule)), controlled=True)
+        for rule in (rules if selecting else ())
+    }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
     guards = build_guards(rules, engine, globals_, subjects)
@@ -130,7 +134,7 @@ def evaluate(
             chunks = parts[subject_type] = []
             # The rules that apply to a subject depend on its kind and on the kind of the
             # controller that stands for it; the list is worked out once per combination.
-            plans: dict[tuple[str, str], list[_Step]] = {}
+            plans: dict[tuple[str, str, bool], list[_Step]] = {}
             for start in range(share * chunk_size, len(items), shares * chunk_size):
                 found: list[Finding | _Shipped] = []
                 chunks.append(found)
@@ -149,12 +153,15 @@ def evaluate(
                     # skips it, unless it checks running instances.
                     facts = variables.get("workload") if subject_type == "workload" else None
                     controller = ""
+                    controlled = False
                     if isinstance(facts, Mapping) and facts.get("controlled") is True:
+                        controlled = True
                         controller = str(facts.get("controller", "")).partition("/")[0]
                     body = obj.body
-                    steps = plans.get((obj.kind, controller))
+                    steps = plans.get((obj.kind, controller, controlled))
                     if steps is None:
-                        steps = plans[(obj.kind, controller)] = [
+                        fields_read = reads_controlled if controlled else reads
+                        steps = plans[(obj.kind, controller, controlled)] = [
                             _Step(
                                 rule,
                                 guards.get(rule.id),
@@ -162,7 +169,7 @@ def evaluate(
                                 rule.id in iterating,
                                 params_keys[rule.id],
                                 rule.id in light,
-                                reads.get(rule.id),
+                                fields_read.get(rule.id),
                             )
                             for rule in type_rules
                             if (not rule.kinds or obj.kind in rule.kinds)

@@ -128,3 +128,26 @@ def test_an_expression_answers_on_the_fields_it_names_as_on_all(source: str) -> 
                 name,
                 source,
             )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions)
+def test_on_a_controlled_workload_the_fields_outside_never_run_branches_suffice(
+    source: str,
+) -> None:
+    """``workload_fields(controlled=True)`` leaves out what only the ``else`` branch of
+    a conditional on ``workload.controlled`` names: on a controlled workload (its
+    instance facts, or all of them) that branch never runs, so the answer is the same."""
+    named = workload_fields([source], controlled=True)
+    if named is None:
+        return
+    controlled = [facts for facts in workloads() if facts["controlled"] is True]
+    controlled += [dict(partial) for partial, _ in pods()]
+    assert controlled
+    for name, engine, program in _compiled(source):
+        for facts in controlled:
+            projected = {field: facts[field] for field in named if field in facts}
+            assert _outcome(program, engine, projected) == _outcome(program, engine, facts), (
+                name,
+                source,
+            )
