@@ -26,12 +26,15 @@ into the cost limit instead).
 The same reading lists the fields a rule may read at all (``workload_fields``): the
 engine converts into CEL only those fields of the subject's facts that the rules it
 runs on the subject name, since cel-expr-python converts a variable whole the first
-time an expression reads it.
+time an expression reads it; and of a field whose value they read only at keys they
+name (``workload.ns.platform``, ``"nodeSelector" in workload.podSpec``), only those
+keys (``projection``).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Final
 
@@ -85,11 +88,28 @@ def workload_fields(sources: Iterable[str], *, controlled: bool = False) -> froz
     left out could not have failed either: the readers keep every value within what
     CEL represents, scanner/sources/numbers.py.)
     """
-    fields: set[str] = set()
+    found = projection(sources, controlled=controlled)
+    return None if found is None else frozenset(found)
+
+
+Projection = dict[str, frozenset[str] | None]
+"""Field of ``workload`` -> the keys of its value that may be read, None for all."""
+
+
+def projection(sources: Iterable[str], *, controlled: bool = False) -> Projection | None:
+    """``workload_fields`` one level deeper: for each field, the keys of its value the
+    expressions may read, when every read of it is ``workload.<field>.<key>`` (``has()``
+    too) or ``"<key>" in workload.<field>``; None for a field read any other way
+    (whole, a macro, an index, ``size()``). A field holding a map may then be given
+    with only those keys: a key they name is there or missing in both, and an ``in``
+    test of a named key answers the same (``"nodeSelector" in workload.podSpec``)."""
+    fields: dict[str, set[str] | None] = {}
     for source in sources:
         text = readable(source)
         if text is None:
             return None
+        literals = [match.group() for match in _LITERAL.finditer(source)]
+        emptied = [match.start() for match in _EMPTIED.finditer(text)]
         skipped = _never_evaluated(text) if controlled else []
         for match in _WORKLOAD.finditer(text):
             if any(start <= match.start() < end for start, end in skipped):
@@ -97,8 +117,52 @@ def workload_fields(sources: Iterable[str], *, controlled: bool = False) -> froz
             field = FIELD.match(text, match.end())
             if field is None or field.group(2) is not None:
                 return None
-            fields.add(field.group(1))
-    return frozenset(fields)
+            name = field.group(1)
+            key = _key_read(text, match.start(), field.end(), literals, emptied)
+            known = fields.get(name, set())
+            if key is None or known is None:
+                fields[name] = None
+            else:
+                fields[name] = known | {key}
+    return {name: None if keys is None else frozenset(keys) for name, keys in fields.items()}
+
+
+_LITERAL: Final = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
+"""A plain string literal, as ``guards.strip_strings`` empties them (in order)."""
+_EMPTIED: Final = re.compile(r'""')
+_IN_BEFORE: Final = re.compile(r'""\s+in\s+$')
+_OPERAND_START: Final = ("(", "[", "{", ",", "?", ":", "&&", "||")
+"""What may come right before ``"<key>" in``'s literal for it to be the whole left
+operand (``+``, a relation or ``!`` would bind to it first)."""
+_LOOSER: Final = frozenset(")]},?:&|=!<>")
+"""What may follow ``"<key>" in workload.<field>`` without taking part in its right
+operand (``+``, ``.``, ``[`` would)."""
+
+
+def _key_read(
+    text: str, start: int, end: int, literals: list[str], emptied: list[int]
+) -> str | None:
+    """The one key of ``workload.<field>`` that the read from ``start`` to ``end`` in
+    ``text`` (literals emptied) looks at, or None when it may look at any."""
+    nested = FIELD.match(text, end)
+    if nested is not None:
+        return None if nested.group(2) is not None else nested.group(1)
+    after = text[end:].lstrip()
+    if after and after[0] not in _LOOSER:
+        return None
+    before = _IN_BEFORE.search(text, 0, start)
+    if before is None:
+        return None
+    ahead = text[: before.start()].rstrip()
+    if ahead and not ahead.endswith(_OPERAND_START):
+        return None
+    position = bisect_left(emptied, before.start())
+    if position >= len(literals) or position >= len(emptied) or emptied[position] != before.start():
+        return None
+    literal = literals[position]
+    if "\\" in literal:
+        return None  # an escape: not worth decoding here
+    return literal[1:-1]
 
 
 def readable(source: str) -> str | None:

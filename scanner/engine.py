@@ -4,7 +4,9 @@ Matching is cheap first (subject type, kind set, controlled workloads that a
 template rule leaves to their controller, guards decided in Python), then the
 optional CEL ``match.condition``. Each subject gets one activation per distinct
 parameter set, built once and shared by every rule; a workload's holds only the fields
-of its facts that those rules name (``scanner.deferral.workload_fields``). A
+of its facts that those rules name, and of a field read only at named keys
+(``workload.ns.platform``, ``"nodeSelector" in workload.podSpec``) only those keys
+(``scanner.deferral.projection``). A
 controlled workload's deferred facts are completed before the first rule that needs
 them (``scanner.deferral``).
 A CEL error on one subject becomes a finding with outcome ``error`` for that rule
@@ -29,7 +31,7 @@ from scanner.bindings import BIND_FROM, bind_rules
 from scanner.bindings import ENGINES as CONVERTING
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
-from scanner.deferral import reads_instance_facts_only, workload_fields
+from scanner.deferral import Projection, projection, reads_instance_facts_only
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.guards import Guard, build_guards
@@ -93,11 +95,11 @@ def evaluate(
     # there are enough workloads to repay reading every rule (~3 ms).
     selecting = engine.name in CONVERTING and len(subjects.get("workload", ())) >= BIND_FROM
     reads = {
-        rule.id: workload_fields(program.source for program in _programs(rule))
+        rule.id: projection(program.source for program in _programs(rule))
         for rule in (rules if selecting else ())
     }
     reads_controlled = {
-        rule.id: workload_fields((program.source for program in _programs(rule)), controlled=True)
+        rule.id: projection((program.source for program in _programs(rule)), controlled=True)
         for rule in (rules if selecting else ())
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).
@@ -134,7 +136,7 @@ def evaluate(
             chunks = parts[subject_type] = []
             # The rules that apply to a subject depend on its kind and on the kind of the
             # controller that stands for it; the list is worked out once per combination.
-            plans: dict[tuple[str, str, bool], list[_Step]] = {}
+            plans: dict[tuple[str, str, bool], _Plan] = {}
             for start in range(share * chunk_size, len(items), shares * chunk_size):
                 found: list[Finding | _Shipped] = []
                 chunks.append(found)
@@ -158,10 +160,10 @@ def evaluate(
                         controlled = True
                         controller = str(facts.get("controller", "")).partition("/")[0]
                     body = obj.body
-                    steps = plans.get((obj.kind, controller, controlled))
-                    if steps is None:
+                    plan = plans.get((obj.kind, controller, controlled))
+                    if plan is None:
                         fields_read = reads_controlled if controlled else reads
-                        steps = plans[(obj.kind, controller, controlled)] = [
+                        plan = plans[(obj.kind, controller, controlled)] = _plan(
                             _Step(
                                 rule,
                                 guards.get(rule.id),
@@ -178,7 +180,8 @@ def evaluate(
                                 and not rule.controlled
                                 and (not rule.kinds or controller in rule.kinds)
                             )
-                        ]
+                        )
+                    steps = plan.steps
                     # First what Python decides: which rules run, and so which facts the
                     # activation needs.
                     runs: list[tuple[_Step, bool | None, Oversize | None]] = []
@@ -209,10 +212,10 @@ def evaluate(
                     if facts is not None and reads:
                         fields = set()
                         for step, _, _ in runs:
-                            if step.fields is None:
+                            if step.reads is None:
                                 fields = None
                                 break
-                            fields |= step.fields
+                            fields.update(step.reads)
                     activations: dict[str, Any] = {}
                     pending = subject.complete
                     for step, decided, refuse in runs:
@@ -226,7 +229,7 @@ def evaluate(
                         activation = activations.get(step.params_key)
                         if activation is None:
                             activation = activations[step.params_key] = _activation(
-                                engine, globals_, subject, rule.params, fields
+                                engine, globals_, subject, rule.params, fields, plan.keys
                             )
                         results = _run_rule(
                             rule, subject, activation, engine, globals_, refs, refuse, decided
@@ -469,8 +472,31 @@ class _Step:
     params_key: str
     light: bool
     """The rule reads only a controlled workload's instance facts (scanner/deferral.py)."""
-    fields: frozenset[str] | None
-    """The fields of ``workload`` the rule may read; None: all of them."""
+    reads: Projection | None
+    """The fields of ``workload`` the rule may read, each with the keys of its value it
+    may read (None: all); None: all of them (scanner/deferral.py, ``projection``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The rules that apply to one kind of subject (kind, controller kind, controlled)."""
+
+    steps: list[_Step]
+    keys: Mapping[str, frozenset[str]]
+    """Fields of ``workload`` whose value any of these rules reads only at these keys
+    (a map's value is given with only them); none when a rule reads the facts whole."""
+
+
+def _plan(steps: Iterable[_Step]) -> _Plan:
+    listed = list(steps)
+    keys: dict[str, set[str] | None] = {}
+    for step in listed:
+        if step.reads is None:
+            return _Plan(listed, {})
+        for name, wanted in step.reads.items():
+            known = keys.get(name, set())
+            keys[name] = None if wanted is None or known is None else known | wanted
+    return _Plan(listed, {name: frozenset(k) for name, k in keys.items() if k is not None})
 
 
 def _activation(
@@ -479,9 +505,11 @@ def _activation(
     subject: Subject,
     params: Mapping[str, Any],
     fields: set[str] | None = None,
+    keys: Mapping[str, frozenset[str]] | None = None,
 ) -> Any:
     """The activation a subject's rules with parameters ``params`` share; ``fields``:
-    the only fields of ``workload`` those rules may read (scanner/deferral.py)."""
+    the only fields of ``workload`` those rules may read, and ``keys`` the only keys
+    of some fields' values (scanner/deferral.py, ``projection``)."""
     obj = subject.obj
     data = {
         **globals_,
@@ -490,8 +518,17 @@ def _activation(
         "subjectRef": obj.ref.logical_name,
     }
     facts = data.get("workload")
-    if fields is not None and facts.__class__ is dict and len(fields) < len(facts):
-        data["workload"] = {name: facts[name] for name in fields if name in facts}
+    if fields is not None and facts.__class__ is dict:
+        projected = facts
+        if len(fields) < len(facts):
+            projected = {name: facts[name] for name in fields if name in facts}
+        for name, wanted in (keys or {}).items():
+            value = projected.get(name)
+            if value.__class__ is dict and len(wanted) < len(value):
+                if projected is facts:
+                    projected = dict(facts)  # the subject's own facts stay whole
+                projected[name] = {key: value[key] for key in wanted if key in value}
+        data["workload"] = projected
     data["params"] = params
     data["variables"] = {}
     return engine.activation(data)

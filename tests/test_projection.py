@@ -18,7 +18,7 @@ import pytest
 from benchmarks.snapshot import write_snapshot
 from scanner import audit, engine, pipeline
 from scanner.cel import cpp_available
-from scanner.deferral import workload_fields
+from scanner.deferral import projection, workload_fields
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
 from scanner.sources.files import load_paths
@@ -53,6 +53,35 @@ NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 def test_the_fields_a_rule_may_read(source: str, fields: set[str] | None) -> None:
     found = workload_fields([source])
     assert found == (None if fields is None else frozenset(fields))
+
+
+@pytest.mark.parametrize(
+    ("source", "keys"),
+    [
+        ('"nodeSelector" in workload.podSpec ? 1 : 2', {"podSpec": {"nodeSelector"}}),
+        ("has(workload.podSpec.hostPID) && workload.podSpec.hostPID", {"podSpec": {"hostPID"}}),
+        ("workload.ns.platform || workload.ns.operator", {"ns": {"platform", "operator"}}),
+        ("'k' in workload.podSpec", {"podSpec": {"k"}}),
+        ('["x", "k" in workload.podSpec]', {"podSpec": {"k"}}),
+        ('"q" + ("k" in workload.podSpec)', {"podSpec": {"k"}}),
+        ("workload.podSpec.containers.all(c, true)", {"podSpec": {"containers"}}),
+        # the value may be read at any key: whole
+        ('x + "k" in workload.podSpec', {"podSpec": None}),  # (x + "k") in ...
+        ('a == "k" in workload.podSpec', {"podSpec": None}),  # (a == "k") in ...
+        ('"k" in workload.podSpec + x', {"podSpec": None}),
+        ('workload.podSpec["k"]', {"podSpec": None}),
+        ("size(workload.podSpec)", {"podSpec": None}),
+        ("workload.podSpec.all(k, true)", {"podSpec": None}),
+        ('"a\\"b" in workload.podSpec', {"podSpec": None}),
+        ("workload.ns.platform && workload.ns == {}", {"ns": None}),
+        ('"k" in .workload.podSpec', {"podSpec": None}),
+    ],
+)
+def test_the_keys_of_a_field_a_rule_may_read(source: str, keys: dict[str, set[str] | None]) -> None:
+    found = projection([source])
+    assert found == {
+        name: None if wanted is None else frozenset(wanted) for name, wanted in keys.items()
+    }
 
 
 def test_fields_of_all_expressions_of_a_rule_add_up() -> None:
@@ -104,23 +133,34 @@ def rule_file(rule_id: str, violations: str) -> str:
     )
 
 
-CUSTOM_RULES = {
-    # reads the facts whole: nothing may be left out
+WHOLE_RULES = {
+    # read the facts whole: nothing may be left out (and no activation is projected)
     "ACME101": 'size(workload) > 3 ? [{"message": string(size(workload)) + " facts"}] : []',
     "ACME102": '"gpu" in workload && workload.gpu ? [{"message": "a GPU workload"}] : []',
+}
+CUSTOM_RULES = {
     # a field holding a map that lacks a key on some workloads: the same either way
     "ACME103": 'has(workload.runningNode.name) ? [] : [{"message": "not running"}]',
     "ACME104": '[{"message": workload.runningNode.name}]',  # an error where it is missing
+    # keys of a field's value: a named key's presence, its value, an error where missing
+    "ACME105": '"nodeSelector" in workload.podSpec ? [{"message": "selects nodes"}] : []',
+    "ACME106": '[{"message": string(workload.podSpec.serviceAccountName)}]',
+    "ACME107": 'workload.ns.known ? [{"message": joined(workload.ns.labels.map(k, k), ",")}] : []',
 }
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["projected", "beside-whole-readers"])
 @pytest.mark.parametrize("source", ["dump", "generated", "fixtures"])
 def test_findings_do_not_depend_on_the_projection(
-    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    source: str, whole: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The bundled rules and rules of one's own that read fields, or keys of a field's
+    value, give the same findings with the projection as without; so do they beside
+    rules that read the facts whole (which turn it off for the subjects they run on)."""
     rules = tmp_path / "rules"
     rules.mkdir()
-    for rule_id, violations in CUSTOM_RULES.items():
+    custom = {**CUSTOM_RULES, **(WHOLE_RULES if whole else {})}
+    for rule_id, violations in custom.items():
         (rules / f"{rule_id}.yaml").write_text(rule_file(rule_id, violations))
     ruleset = load_ruleset(ScanOptions(rule_dirs=[rules], engine="cpp", enable_all=True))
 
@@ -139,7 +179,7 @@ def test_findings_do_not_depend_on_the_projection(
 
     projected = run()
     monkeypatch.setattr(engine, "CONVERTING", frozenset())
-    whole = run()
-    assert projected == whole
-    for rule_id in CUSTOM_RULES:
-        assert any(f[0] == rule_id for f in whole), rule_id
+    all_facts = run()
+    assert projected == all_facts
+    for rule_id in custom:
+        assert any(f[0] == rule_id for f in all_facts), rule_id
