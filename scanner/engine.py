@@ -35,7 +35,7 @@ from scanner.deferral import Projection, projection, reads_instance_facts_only
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
 from scanner.guards import Guard, build_guards
-from scanner.inventory import InvalidDocument, KubeObject
+from scanner.inventory import InvalidDocument, KubeObject, is_mapping
 from scanner.model import Subject
 from scanner.rules import Rule
 
@@ -156,7 +156,7 @@ def evaluate(
                     facts = variables.get("workload") if subject_type == "workload" else None
                     controller = ""
                     controlled = False
-                    if isinstance(facts, Mapping) and facts.get("controlled") is True:
+                    if is_mapping(facts) and facts.get("controlled") is True:
                         controlled = True
                         controller = str(facts.get("controller", "")).partition("/")[0]
                     body = obj.body

@@ -34,7 +34,7 @@ from typing import Final
 
 from scanner.config import Config, Exemption
 from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
-from scanner.inventory import KubeObject, ObjectRef, join_path
+from scanner.inventory import KubeObject, ObjectRef, is_mapping, join_path
 
 IGNORE_ANNOTATION: Final = "poolgate.io/ignore"
 INVALID_RULE: Final = "PG004"
@@ -170,7 +170,7 @@ def apply(
     invalid: list[Finding] = []
     for obj in objects:
         annotations = obj.metadata.get("annotations")
-        if not isinstance(annotations, Mapping) or IGNORE_ANNOTATION not in annotations:
+        if not is_mapping(annotations) or IGNORE_ANNOTATION not in annotations:
             continue
         parsed = parse_ignore(annotations[IGNORE_ANNOTATION], known_rules)
         reasons = ignores.setdefault((obj.origin.uri, obj.ref), {})
