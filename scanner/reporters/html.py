@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TextIO
 from urllib.parse import urlsplit
@@ -91,7 +91,10 @@ _ANCHOR_UNSAFE = re.compile("[^A-Za-z0-9-]")
 
 
 def write(report: Report, stream: TextIO, changes: Changes | None = None) -> None:
-    """Write the whole page; ``changes`` adds the drift section of ``audit --compare``."""
+    """Write the whole page; ``changes`` adds the drift section of ``audit --compare``.
+
+    Written in the order it is built, findings a row at a time: a 100,000-pod audit's
+    page as one string took its size several times over at once."""
     counts = tally(report.findings)
     visible = report.visible()
     documented = {rule.id for rule in report.rules}
@@ -118,10 +121,11 @@ def write(report: Report, stream: TextIO, changes: Changes | None = None) -> Non
     if changes is not None:
         parts.append(_changes(changes, documented))
     parts.append(_notifications(report.notifications, documented))
-    parts.append(_findings(visible, counts, report, documented, changes))
-    parts.append(_rules(report.rules, visible))
-    parts.append("</body>\n</html>\n")
     stream.write("".join(parts))
+    for piece in _findings(visible, counts, report, documented, changes):
+        stream.write(piece)
+    stream.write(_rules(report.rules, visible))
+    stream.write("</body>\n</html>\n")
 
 
 def _summary(report: Report, counts: Tally, headline: str) -> str:
@@ -212,7 +216,8 @@ def _findings(
     report: Report,
     documented: set[str],
     changes: Changes | None,
-) -> str:
+) -> Iterator[str]:
+    """The findings section, in pieces (``write``)."""
     out = '<section id="findings">\n<h2>Findings</h2>\n'
     if counts.suppressed and not report.show_suppressed:
         out += (
@@ -220,30 +225,30 @@ def _findings(
             "(run with --show-suppressed to list them).</p>\n"
         )
     if not visible:
-        return out + "<p>No findings.</p>\n</section>\n"
+        yield out + "<p>No findings.</p>\n</section>\n"
+        return
     groups: dict[str, list[Finding]] = {}
     for finding in visible:
         groups.setdefault(finding.location.uri, []).append(finding)
-    parts = [out]
+    yield out
     if len(groups) > 1:
-        parts.append("<nav>\n<ul>\n")
-        parts += [
+        yield "<nav>\n<ul>\n"
+        yield "".join(
             f'<li><a href="#file-{number}"><code>{_text(uri)}</code></a> '
             f"({plural(len(findings), 'finding')})</li>\n"
             for number, (uri, findings) in enumerate(groups.items(), 1)
-        ]
-        parts.append("</ul>\n</nav>\n")
+        )
+        yield "</ul>\n</nav>\n"
     states = changes.states if changes is not None else {}
     for number, (uri, findings) in enumerate(groups.items(), 1):
-        parts.append(
+        yield (
             f'<section class="file" id="file-{number}">\n<h3><code>{_text(uri)}</code></h3>\n'
             "<table>\n<thead><tr><th>Rule</th><th>Level</th><th>Message</th>"
             "<th>Location</th><th>Object</th></tr></thead>\n<tbody>\n"
         )
-        parts += [_finding_row(finding, documented, states) for finding in findings]
-        parts.append("</tbody>\n</table>\n</section>\n")
-    parts.append("</section>\n")
-    return "".join(parts)
+        yield "".join(_finding_row(finding, documented, states) for finding in findings)
+        yield "</tbody>\n</table>\n</section>\n"
+    yield "</section>\n"
 
 
 def _finding_row(finding: Finding, documented: set[str], states: Mapping[str, str]) -> str:
