@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scanner import audit
 from scanner.findings import Finding, Level, Location, Notification, Suppression
@@ -314,3 +316,27 @@ def test_results_written_in_batches_make_the_log_build_log_describes(
     assert len(json.loads(expected)["runs"][0]["results"]) == sum(
         finding.outcome.value == "fail" for finding in findings
     )
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_VALUES)
+def test_results_are_encoded_exactly_as_json_dumps_indents(value: Any) -> None:
+    """The results' encoder is the standard library's text, ~3x as fast: any JSON
+    value (control characters, non-ASCII, huge integers, NaN, empty and nested
+    containers) comes out exactly as ``json.dumps(indent=2, ensure_ascii=False)``."""
+    from scanner.reporters import sarif
+
+    assert sarif._dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
