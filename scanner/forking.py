@@ -23,6 +23,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final, Generic, TypeVar
 
+from scanner.lifetime import flush_output
+
 T = TypeVar("T")
 
 _FAILED: Final = b""
@@ -93,13 +95,6 @@ def resident_bytes() -> int:
         return 0
 
 
-def _flush_output() -> None:
-    """Before a fork: what is buffered is written once, not again by the child."""
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(OSError, ValueError, AttributeError):  # closed, or None
-            stream.flush()
-
-
 def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     """``(here(), there())``, with ``there`` run in a forked child when possible."""
     if not available():
@@ -117,7 +112,7 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
         send.send_bytes(payload)
         send.close()
 
-    _flush_output()
+    flush_output()  # the child must not write a copy of what is buffered
     process = context.Process(target=child, daemon=True)
     try:
         process.start()
@@ -186,7 +181,7 @@ class Helper(Generic[C]):
         multiprocessing_context = multiprocessing.get_context("fork")
         request_reader, request_writer = multiprocessing_context.Pipe(duplex=False)
         answer_reader, answer_writer = multiprocessing_context.Pipe(duplex=False)
-        _flush_output()
+        flush_output()
         process = multiprocessing_context.Process(
             target=_serve,
             args=(context, request_reader, answer_writer, (request_writer, answer_reader)),

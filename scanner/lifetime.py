@@ -47,9 +47,14 @@ def end(code: int) -> NoReturn:
     """Flush standard output and error, then end the process with ``code`` without
     freeing anything. A stream that cannot be flushed (its reader went away) loses
     only what was still buffered, as it would at a normal exit, and the code stands."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            # A closed pipe, or a stream already closed: nothing more can be said.
-            with suppress(OSError, ValueError):
-                stream.flush()
+    flush_output()
     os._exit(code)
+
+
+def flush_output() -> None:
+    """Write what standard output and error hold (before ``end``, and before a fork,
+    whose child must not write a copy of it: scanner/forking.py). A closed pipe, a
+    closed stream or none at all (``>&-``): nothing more can be said there."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):
+            stream.flush()
