@@ -29,6 +29,7 @@ import functools
 import json
 import os
 import re
+from collections.abc import Callable
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -79,16 +80,38 @@ def write(report: Report, stream: TextIO) -> None:
     pad = indent + "  "  # json.dumps indents each item one level deeper
     stream.write(text[:at] + '"results": [')
     for start in range(0, len(failed), WRITE_BATCH):
-        items = [
-            pad + _dumps(_to_json(_result(om, finding, index[finding.rule_id]))).replace("\n", pad)
-            for finding in failed[start : start + WRITE_BATCH]
-        ]
+        items = []
+        for finding in failed[start : start + WRITE_BATCH]:
+            result = _to_json(_result(om, finding, index[finding.rule_id]))
+            items.append(pad + _result_text(result).replace("\n", pad))
         stream.write(("," if start else "") + ",".join(items))
     stream.write(indent + "]" + text[at + len(empty) :] + "\n")
 
 
 WRITE_BATCH = 1024
 """Results built and written at a time (~1.5 MB of text)."""
+
+
+def _result_text(value: JSON) -> str:
+    """``_dumps(value)`` for a result, ~7x as fast: msgspec's encoder and formatter,
+    both in C, write exactly the text of ``json.dumps(indent=2, ensure_ascii=False)``
+    for JSON without floats (msgspec spells a float its own way, ``1e16`` for
+    ``1e+16``, and NaN as ``null``). A result holds none: ``_result`` builds it from a
+    finding's strings and integers. What msgspec cannot encode (a lone surrogate in
+    a message) takes ``_dumps``."""
+    encode, format_ = _msgspec_json()
+    try:
+        return format_(encode(value), indent=2).decode()
+    except (UnicodeEncodeError, TypeError):
+        return _dumps(value)
+
+
+@functools.cache
+def _msgspec_json() -> tuple[Callable[[Any], bytes], Callable[..., bytes]]:
+    """msgspec's JSON encoder and formatter, imported when a log has results."""
+    import msgspec
+
+    return msgspec.json.Encoder().encode, msgspec.json.format
 
 
 def _dumps(value: JSON) -> str:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner import audit
-from scanner.findings import Finding, Level, Location, Notification, Suppression
+from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.inventory import ObjectRef
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.reporters import Report, RunStats
@@ -340,3 +340,43 @@ def test_results_are_encoded_exactly_as_json_dumps_indents(value: Any) -> None:
     from scanner.reporters import sarif
 
     assert sarif._dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+_RESULT_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_RESULT_VALUES)
+def test_results_without_floats_are_formatted_exactly_as_json_dumps_indents(value: Any) -> None:
+    """Results go through msgspec's encoder and formatter: for what a result holds
+    (strings with control characters, non-ASCII and lone surrogates, integers past
+    64 bits, booleans, null, empty and nested containers) the text is exactly
+    ``json.dumps(indent=2, ensure_ascii=False)``'s."""
+    from scanner.reporters import sarif
+
+    assert sarif._result_text(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_a_message_msgspec_cannot_encode_is_written_by_the_standard_encoder(
+    report: Report, render: Render
+) -> None:
+    """A lone surrogate (which a JSON manifest can spell as an escape) is not UTF-8:
+    msgspec refuses it and that result is written as ``json.dumps`` writes it."""
+    from scanner.reporters import sarif
+
+    lone = {"message": {"text": "bad \ud800 name"}, "ruleId": "PG301"}
+    assert sarif._result_text(lone) == json.dumps(lone, indent=2, ensure_ascii=False)
+    findings = list(report.findings)
+    first = next(i for i, f in enumerate(findings) if f.outcome is Outcome.FAIL)
+    findings[first] = replace(findings[first], message="bad \ud800 name")
+    case = replace(report, findings=findings)
+    expected = json.dumps(sarif.build_log(case), indent=2, ensure_ascii=False) + "\n"
+    written = render(case, "sarif")
+    assert written == expected
+    assert '"text": "bad \ud800 name"' in written  # the character itself, as json.dumps writes it
