@@ -3,13 +3,22 @@
 ``poolgate audit --compare PREVIOUS.json`` reads an earlier ``--format json``
 report and matches findings by fingerprint (rule, object identity, field path:
 never line numbers or message text, so a pod Pending for 40 minutes last night
-and 1,480 minutes tonight is the same finding). Only violations count on either
-side; suppressed findings and rules that could not be evaluated do not.
+and 1,480 minutes tonight is the same finding). An object's API version is part of
+its fingerprint, but not of the match: after an upgrade that serves a kind under a
+new version (``karpenter.sh/v1beta1`` to ``v1``), the same rule on the same object
+and field is the same finding, not one resolved and one new. Only violations count
+on either side; suppressed findings and rules that could not be evaluated do not
+(a finding suppressed since last night counts as resolved: it no longer fails the
+policy, and the report lists it as suppressed).
 
 A finding of last night is *resolved* only if tonight's audit could have seen it
 again: when its rule did not run, or did not run on its object's kind (forbidden,
-not in the snapshot, disabled), it is *unverified* instead. A nightly report that
-turns "403 on Pods" into "all Pending pods fixed" would be worse than none.
+not in the snapshot, disabled), or could not be evaluated on its object tonight
+(a rule error there), it is *unverified* instead. A nightly report that turns "403
+on Pods" into "all Pending pods fixed" would be worse than none. The unverified
+findings are part of tonight's JSON report (``drift.unverified``) and the next
+comparison reads them as findings still open: a night with a forbidden kind does
+not turn them into new ones the night after.
 
 Reports: the text report leads with what changed; JSON gains a ``drift`` section
 and a ``drift`` key on every finding (``new`` | ``unchanged``); SARIF results get
@@ -23,7 +32,7 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from scanner.errors import UsageError
 from scanner.findings import Finding, Outcome
@@ -50,7 +59,8 @@ class Drift:
 
 
 def load_previous(path: str) -> list[Mapping[str, Any]]:
-    """The violations of a previous ``--format json`` report; a usage error if it is not one."""
+    """The violations of a previous ``--format json`` report, with the findings it could
+    not check again (its ``drift.unverified``); a usage error if it is not one."""
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"--compare {path}: no such file", hint="give last night's JSON report")
@@ -73,9 +83,11 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
             f"--compare {path}: not a poolgate JSON report (version 1)",
             hint="write one with `poolgate audit --format json --output FILE`",
         )
+    section = document.get("drift")
+    carried = section.get("unverified") if isinstance(section, dict) else None
     return [
         entry
-        for entry in document["findings"]
+        for entry in [*document["findings"], *(carried if isinstance(carried, list) else ())]
         if isinstance(entry, dict)
         and isinstance(entry.get("fingerprint"), str)
         and entry.get("outcome", "fail") == "fail"
@@ -95,27 +107,58 @@ def compare(
         for finding in report.findings
         if finding.outcome is Outcome.FAIL and finding.suppression is None
     ]
-    before = {str(entry["fingerprint"]): entry for entry in previous}
-    now = {finding.fingerprint for finding in current}
+    before = {_entry_key(entry): entry for entry in previous}
+    now = {_key(finding) for finding in current}
+    errored = {_key(finding) for finding in report.findings if finding.outcome is Outcome.ERROR}
     resolved: list[Mapping[str, Any]] = []
     unverified: list[Mapping[str, Any]] = []
-    for fingerprint, entry in before.items():
-        if fingerprint in now:
+    for key, entry in before.items():
+        if key in now:
             continue
-        kind = (
-            entry.get("object", {}).get("kind", "") if isinstance(entry.get("object"), dict) else ""
-        )
-        if checked(str(entry.get("ruleId", "")), str(kind)):
+        obj = entry.get("object")
+        kind = obj.get("kind", "") if isinstance(obj, dict) else ""
+        if key not in errored and checked(str(entry.get("ruleId", "")), str(kind)):
             resolved.append(entry)
         else:
             unverified.append(entry)
     return Drift(
         previous=path,
-        new=tuple(f for f in current if f.fingerprint not in before),
-        unchanged=tuple(f for f in current if f.fingerprint in before),
+        new=tuple(f for f in current if _key(f) not in before),
+        unchanged=tuple(f for f in current if _key(f) in before),
         resolved=tuple(resolved),
         unverified=tuple(unverified),
     )
+
+
+Key = tuple[str, ...]
+"""What makes two findings of two audits the same: (rule id, API group, kind,
+namespace, name, field path) for a finding on an object, whatever version the object
+was read as; the fingerprint for one without (a file that does not parse)."""
+
+
+def _key(finding: Finding) -> Key:
+    ref = finding.ref
+    if ref is None:
+        return (finding.fingerprint,)
+    group = ref.api_version.rpartition("/")[0]
+    return (finding.rule_id, group, ref.kind, ref.namespace, ref.name, finding.location.path)
+
+
+def _entry_key(entry: Mapping[str, Any]) -> Key:
+    """``_key`` of a finding as the JSON report has it."""
+    obj, location = entry.get("object"), entry.get("location")
+    fields = (
+        entry.get("ruleId"),
+        obj.get("apiVersion") if isinstance(obj, dict) else None,
+        obj.get("kind") if isinstance(obj, dict) else None,
+        obj.get("namespace") if isinstance(obj, dict) else None,
+        obj.get("name") if isinstance(obj, dict) else None,
+        location.get("path") if isinstance(location, dict) else None,
+    )
+    if not all(isinstance(field, str) for field in fields):
+        return (str(entry["fingerprint"]),)
+    rule_id, api_version, kind, namespace, name, path = cast(tuple[str, ...], fields)
+    return (rule_id, api_version.rpartition("/")[0], kind, namespace, name, path)
 
 
 def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checked:
@@ -207,15 +250,10 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
 
 
 def _json(report: Report, stream: TextIO, drift: Drift) -> None:
-    from scanner.reporters.json import to_document
+    """The JSON report, written in pieces like any other (scanner/reporters/json.py)."""
+    from scanner.reporters import json as json_report
 
-    document = to_document(report)
-    states = drift.states()
-    for entry in document["findings"]:
-        state = states.get(entry["fingerprint"])
-        if state is not None:
-            entry["drift"] = state
-    document["drift"] = {
+    section = {
         "previous": drift.previous,
         "counts": counts(drift),
         "new": [finding.fingerprint for finding in drift.new],
@@ -223,17 +261,11 @@ def _json(report: Report, stream: TextIO, drift: Drift) -> None:
         "resolved": list(drift.resolved),
         "unverified": list(drift.unverified),
     }
-    stream.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    json_report.write(report, stream, states=drift.states(), sections={"drift": section})
 
 
 def _sarif(report: Report, stream: TextIO, drift: Drift) -> None:
-    from scanner.reporters.sarif import FINGERPRINT_KEY, build_log
+    """The SARIF log, written in pieces like any other (scanner/reporters/sarif.py)."""
+    from scanner.reporters import sarif
 
-    log = build_log(report)
-    states = drift.states()
-    for run in log.get("runs", []):
-        for result in run.get("results", []):
-            fingerprint = result.get("partialFingerprints", {}).get(FINGERPRINT_KEY)
-            if fingerprint in states:
-                result["baselineState"] = states[fingerprint]
-    stream.write(json.dumps(log, indent=2, ensure_ascii=False) + "\n")
+    sarif.write(report, stream, states=drift.states())

@@ -44,6 +44,7 @@ Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
@@ -54,8 +55,18 @@ from scanner.reporters.tally import tally
 SHAPE_VERSION = 1
 
 
-def write(report: Report, stream: TextIO) -> None:
+def write(
+    report: Report,
+    stream: TextIO,
+    *,
+    states: Mapping[str, str] | None = None,
+    sections: Mapping[str, Any] | None = None,
+) -> None:
     """Write the whole report as one JSON document followed by a newline.
+
+    ``states`` (fingerprint -> state) adds a ``drift`` key to those findings, and
+    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/drift.py)
+    writes its report through here too.
 
     The text is exactly ``json.dumps(to_document(report), indent=2,
     ensure_ascii=False)``, but findings are formatted from a template: with
@@ -65,17 +76,20 @@ def write(report: Report, stream: TextIO) -> None:
     (their dicts, each one's text, the joined text and the whole document) took
     ~3 times the report's size at once.
     """
-    text = json.dumps(_document(report), indent=2, ensure_ascii=False)
+    document = _document(report)
+    document.update(sections or {})
+    text = json.dumps(document, indent=2, ensure_ascii=False)
     findings = report.findings
     if not findings:
         stream.write(text + "\n")
         return
-    empty = '"findings": []'
+    marks = states or {}
+    empty = '"findings": []'  # a key: inside a string its quotes would be escaped
     at = text.index(empty)
     stream.write(f'{text[:at]}"findings": [\n')
     for start in range(0, len(findings), WRITE_BATCH):
-        batch = findings[start : start + WRITE_BATCH]
-        items = ",\n".join(_finding_text(_finding(finding)) for finding in batch)
+        batch = [_finding(finding) for finding in findings[start : start + WRITE_BATCH]]
+        items = ",\n".join(_finding_text(item, marks.get(item["fingerprint"])) for item in batch)
         stream.write(items if start == 0 else ",\n" + items)
     stream.write(f"\n  ]{text[at + len(empty) :]}\n")
 
@@ -84,8 +98,9 @@ WRITE_BATCH = 2048
 """Findings formatted and written at a time (~1.5 MB of text)."""
 
 
-def _finding_text(item: dict[str, Any]) -> str:
-    """One finding of ``to_document`` as ``json.dumps(indent=2)`` writes it at depth 2."""
+def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
+    """One finding of ``to_document`` as ``json.dumps(indent=2)`` writes it at depth 2,
+    with ``"drift": state`` last when there is a state."""
     text = _string
     location = item["location"]
     ref = item["object"]
@@ -122,8 +137,9 @@ def _finding_text(item: dict[str, Any]) -> str:
         "      },\n"
         f'      "object": {obj},\n'
         f'      "fingerprint": {text(item["fingerprint"])},\n'
-        f'      "suppression": {suppressed}\n'
-        "    }"
+        f'      "suppression": {suppressed}'
+        + ("" if state is None else f',\n      "drift": {text(state)}')
+        + "\n    }"
     )
 
 

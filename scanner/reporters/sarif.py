@@ -29,7 +29,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -57,9 +57,11 @@ _LEADING = {
 }
 
 
-def write(report: Report, stream: TextIO) -> None:
+def write(report: Report, stream: TextIO, *, states: Mapping[str, str] | None = None) -> None:
     """Write one SARIF log with a single run, indented by 2: exactly
     ``json.dumps(build_log(report), indent=2, ensure_ascii=False)`` and a newline.
+    ``states`` (fingerprint -> ``new`` | ``unchanged``) gives those results a
+    ``baselineState``, last (``--compare``, scanner/drift.py).
 
     The results are built and written ``WRITE_BATCH`` at a time, in their place in
     the log: as one text (their objects, their JSON data and the whole log at once)
@@ -78,11 +80,15 @@ def write(report: Report, stream: TextIO) -> None:
     at = text.index(empty)
     indent = "\n" + " " * (at - text.rindex("\n", 0, at) - 1)  # the line "results" is on
     pad = indent + "  "  # json.dumps indents each item one level deeper
+    marks = states or {}
     stream.write(text[:at] + '"results": [')
     for start in range(0, len(failed), WRITE_BATCH):
         items = []
         for finding in failed[start : start + WRITE_BATCH]:
-            result = _to_json(_result(om, finding, index[finding.rule_id]))
+            result = cast(dict[str, JSON], _to_json(_result(om, finding, index[finding.rule_id])))
+            state = marks.get(finding.fingerprint) if marks else None
+            if state is not None:
+                result["baselineState"] = state
             items.append(pad + _result_text(result).replace("\n", pad))
         stream.write(("," if start else "") + ",".join(items))
     stream.write(indent + "]" + text[at + len(empty) :] + "\n")

@@ -126,3 +126,110 @@ def test_previous_must_be_a_json_report(tmp_path: Path, text: str, message: str)
         drift.load_previous(str(path))
     with pytest.raises(UsageError, match="no such file"):
         drift.load_previous(str(tmp_path / "missing.json"))
+
+
+def test_a_finding_not_checked_one_night_is_still_open_the_next(tmp_path: Path) -> None:
+    """Night 2 could not list Pods: its report carries night 1's Pod finding as
+    unverified, and night 3 (Pods readable again) reads it as a finding still open:
+    unchanged if it is there, resolved if it is gone, never new."""
+    night1 = previous(tmp_path, finding("PG301", "a"), finding("PG301", "b"))
+    night2 = make_report()
+    changes = drift.compare(night2, night1, "n1.json", drift.checker({"PG301"}, {("PG301", "Pod")}))
+    out = io.StringIO()
+    drift.wrap("json", lambda r, s: None, changes)(night2, out)
+    path = tmp_path / "n2.json"
+    path.write_text(out.getvalue())
+
+    carried = drift.load_previous(str(path))
+    assert sorted(entry["location"]["uri"] for entry in carried) == [
+        "cluster://prod/ml/Pod/a",
+        "cluster://prod/ml/Pod/b",
+    ]
+    night3 = make_report(finding("PG301", "a"))
+    changes = drift.compare(night3, carried, "n2.json", drift.checker({"PG301"}, ()))
+    assert changes.new == ()
+    assert [f.ref.name for f in changes.unchanged if f.ref] == ["a"]
+    assert [e["object"]["name"] for e in changes.resolved] == ["b"]
+
+
+def test_a_rule_error_tonight_leaves_last_nights_finding_unverified(tmp_path: Path) -> None:
+    """The rule ran but could not be evaluated on that object tonight (a cost limit,
+    say): it did not see the violation gone, so the finding is not resolved."""
+    before = previous(tmp_path, finding("PG301", "a"), finding("PG301", "b"))
+    now = make_report(finding("PG301", "a", outcome=Outcome.ERROR))
+    changes = drift.compare(now, before, "last.json", drift.checker({"PG301"}, ()))
+    assert [e["object"]["name"] for e in changes.unverified] == ["a"]
+    assert [e["object"]["name"] for e in changes.resolved] == ["b"]
+
+
+def test_a_new_api_version_of_the_same_object_is_the_same_finding(tmp_path: Path) -> None:
+    """After an upgrade the audit reads NodePools as karpenter.sh/v1 instead of
+    v1beta1: the fingerprint changes with the version, the finding does not."""
+
+    def on(version: str, name: str = "gpu", path: str = "spec") -> Finding:
+        ref = ObjectRef(version, "NodePool", "", name)
+        uri = f"cluster://prod/NodePool/{name}"
+        return Finding("PG101", Level.ERROR, "m", Location(uri, 1, 1, path), ref, "cluster")
+
+    before = previous(tmp_path, on("karpenter.sh/v1beta1"), on("karpenter.sh/v1beta1", "old"))
+    now = make_report(
+        on("karpenter.sh/v1"), on("other.example/v1"), on("karpenter.sh/v1", path="x")
+    )
+    assert on("karpenter.sh/v1").fingerprint != on("karpenter.sh/v1beta1").fingerprint
+    changes = drift.compare(now, before, "last.json", drift.checker({"PG101"}, ()))
+    assert [f.ref.api_version for f in changes.unchanged if f.ref] == ["karpenter.sh/v1"]
+    # Another API group, or another field, is another finding.
+    assert sorted((f.ref.api_version, f.location.path) for f in changes.new if f.ref) == [
+        ("karpenter.sh/v1", "x"),
+        ("other.example/v1", "spec"),
+    ]
+    assert [e["object"]["name"] for e in changes.resolved] == ["old"]
+
+
+def test_drift_reports_are_written_in_pieces_with_the_whole_documents_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --compare the JSON and SARIF reports go through the writers that write a
+    batch at a time (a nightly audit of 100,000 pods holds ~50,000 findings), and the
+    text is exactly the whole document's json.dumps with the drift added to it."""
+    from scanner.reporters import json as json_report
+    from scanner.reporters import sarif
+
+    monkeypatch.setattr(json_report, "WRITE_BATCH", 2)
+    monkeypatch.setattr(sarif, "WRITE_BATCH", 2)
+    before = previous(tmp_path, finding("PG603", "a"), finding("PG301", "gone"))
+    now = make_report(
+        finding("PG603", "a"),
+        finding("PG501", "fresh"),
+        finding("PG501", "hidden", suppression=Suppression("in-source", "known")),
+        finding("PG302", "broken", outcome=Outcome.ERROR),
+        finding("PG501", "late \u2028 line"),
+    )
+    changes = drift.compare(now, before, "last.json", drift.checker({"PG603", "PG301"}, ()))
+    states = changes.states()
+
+    document = to_document(now)
+    for entry in document["findings"]:
+        if entry["fingerprint"] in states:
+            entry["drift"] = states[entry["fingerprint"]]
+    document["drift"] = {
+        "previous": "last.json",
+        "counts": drift.counts(changes),
+        "new": [f.fingerprint for f in changes.new],
+        "unchanged": [f.fingerprint for f in changes.unchanged],
+        "resolved": list(changes.resolved),
+        "unverified": list(changes.unverified),
+    }
+    out = io.StringIO()
+    drift.wrap("json", lambda r, s: None, changes)(now, out)
+    assert out.getvalue() == json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+    log = sarif.build_log(now)
+    for result in log["runs"][0]["results"]:
+        fingerprint = result["partialFingerprints"][sarif.FINGERPRINT_KEY]
+        if fingerprint in states:
+            result["baselineState"] = states[fingerprint]
+    out = io.StringIO()
+    drift.wrap("sarif", lambda r, s: None, changes)(now, out)
+    assert out.getvalue() == json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    assert out.getvalue().count('"baselineState"') == len(states) == 3
