@@ -10,6 +10,7 @@ API server holds them), never into the client's typed models.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -108,11 +109,15 @@ _REASONS = {
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (what API servers send), or None:
+    absent, an HTTP date, or not a finite, non-negative number (``nan`` would make
+    the backoff's sleep fail)."""
     value = headers.get("Retry-After") if hasattr(headers, "get") else None
     try:
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _first_line(text: str) -> str:

@@ -26,6 +26,7 @@ command talks to a cluster, so ``poolgate scan`` never pays for it.
 
 from __future__ import annotations
 
+import binascii
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,17 +59,21 @@ no rule reads it), except on Nodes, where it dates label changes (PG604)."""
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Bounded retries: ``attempts`` tries in all, ``base_delay`` doubling up to ``max_delay``."""
+    """Bounded retries: ``attempts`` tries in all, ``base_delay`` doubling up to
+    ``max_delay``; a 429's ``Retry-After`` is waited as asked, up to ``retry_after_limit``."""
 
     attempts: int = 5
     base_delay: float = 0.5
     max_delay: float = 8.0
+    retry_after_limit: float = 60.0
+    """An overloaded API server (priority and fairness) says how long to stay away;
+    coming back sooner only adds to its load. Longer asks wait this long."""
     relists: int = 3
     """How many times an expired continue token may restart one kind's list."""
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
+            return min(max(retry_after, 0.0), self.retry_after_limit)
         return float(min(self.base_delay * (2**attempt), self.max_delay))
 
 
@@ -464,6 +469,12 @@ def connect(target: Target, settings: Settings) -> Cluster:
     except ConfigException as error:
         raise ClusterError(
             f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"
+        ) from None
+    except binascii.Error as error:  # certificate-authority-data, client-*-data
+        raise ClusterError(
+            f"context {context}: a certificate or key (*-data) is not base64: "
+            f"{one_line(str(error))}",
+            hint="check the *-data fields of the context's cluster and user in the kubeconfig",
         ) from None
     except OSError as error:  # a file the kubeconfig names (tokenFile, a certificate)
         raise ClusterError(

@@ -82,6 +82,30 @@ def test_backoff_honours_retry_after_then_doubles(lab: ApiServer, pki: Pki, tmp_
     assert sleeps == [3.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize(
+    ("header", "slept"),
+    [
+        ("120", 60.0),  # honoured up to RetryPolicy.retry_after_limit
+        ("0.25", 0.25),
+        ("nan", 0.5),  # not a delay: the backoff's own first step
+        ("inf", 0.5),
+        ("-3", 0.5),
+        ("Wed, 21 Oct 2026 07:28:00 GMT", 0.5),  # an HTTP date: API servers send seconds
+    ],
+)
+def test_retry_after_is_honoured_within_limits(
+    lab: ApiServer, pki: Pki, tmp_path: Path, header: str, slept: float
+) -> None:
+    """A Retry-After that is not a finite number of seconds falls back to the backoff
+    (``nan`` used to crash the audit: ``time.sleep(nan)`` raises)."""
+    sleeps = Sleeps()
+    cluster = connected(lab, pki, tmp_path, sleep=sleeps)
+    lab.behaviour.faults["pods"] = [Fault(status=429, retry_after=header)]
+    assert len(cluster.list_objects(served(cluster, "", "Pod"))) == 3
+    assert sleeps == [slept]
+    cluster.close()
+
+
 def test_persistent_failure_gives_up_after_bounded_attempts(
     lab: ApiServer, pki: Pki, tmp_path: Path
 ) -> None:
@@ -186,5 +210,7 @@ def test_unreachable_cluster_is_a_cluster_error(pki: Pki, tmp_path: Path) -> Non
 def test_retry_policy_caps_delays() -> None:
     policy = RetryPolicy(base_delay=1.0, max_delay=5.0)
     assert [policy.delay(n) for n in range(5)] == [1.0, 2.0, 4.0, 5.0, 5.0]
-    assert policy.delay(0, retry_after=120) == 5.0
+    # Retry-After has its own, longer limit: the server said how long to stay away.
+    assert policy.delay(0, retry_after=120) == policy.retry_after_limit == 60.0
+    assert policy.delay(0, retry_after=7) == 7.0
     assert policy.delay(3, retry_after=0) == 0.0

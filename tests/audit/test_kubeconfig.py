@@ -59,6 +59,8 @@ def set_user(user: dict[str, Any]) -> Any:
         ("empty", "is empty"),
         ("missing-token-file", "cannot read /nonexistent/token: No such file or directory"),
         ("server-not-a-url", "server 'not a url' is not an https:// URL"),
+        ("ca-data-not-base64", "a certificate or key (*-data) is not base64: Invalid base64"),
+        ("key-data-not-base64", "a certificate or key (*-data) is not base64: Invalid base64"),
     ],
 )
 def test_kubeconfig_problems_are_one_line(
@@ -82,6 +84,20 @@ def test_kubeconfig_problems_are_one_line(
         path = edited(base, "kc", set_user({"tokenFile": "/nonexistent/token"}))
     elif problem == "server-not-a-url":
         path = edited(base, "kc", lambda d: d["clusters"][0]["cluster"].update(server="not a url"))
+    elif problem == "ca-data-not-base64":
+        path = edited(
+            base,
+            "kc",
+            lambda d: d["clusters"][0]["cluster"].update(
+                {"certificate-authority-data": "!!!notbase64"}
+            ),
+        )
+    elif problem == "key-data-not-base64":
+        path = edited(
+            base,
+            "kc",
+            set_user({"client-certificate-data": "QUJD", "client-key-data": "!!!notbase64"}),
+        )
     line = one_error_line(cli("audit", env={"KUBECONFIG": str(path)}))
     assert expected in line, line
 
