@@ -15,24 +15,36 @@ bound by single-element ``map`` comprehensions, standard CEL that both engines r
       {"a": variables["a"], "b": variables["b"], "c": (C)})[0]
     ].map(variables, (BODY))[0]
 
-The comprehension variable ``variables`` shadows the declared one, so every
-expression sees exactly what it saw before: a variable sees the variables defined
-before it (a variable whose text mentions ``variables`` starts a new level, so it sees
-all earlier ones), and the body sees them all. Variables are still evaluated eagerly,
-and an error in any of them is still an error of the rule. Each ``map`` is one
-comprehension iteration, so a rule gives up one to three of cel-cpp's 10,000 per
-evaluation. The wrapped programs are evaluated against the subject's shared
-activation; the rule's own programs keep their sources for messages and cost checks.
+The comprehension variable ``variables`` shadows the declared one: a variable sees
+the variables defined before it (a variable whose text mentions ``variables`` starts a
+new level, so it sees all earlier ones), and the body sees them all, as CEL values
+(a ``timestamp()``, a ``duration()`` or a ``uint`` stays one, as in a
+ValidatingAdmissionPolicy). Variables are evaluated eagerly, and an error in any of
+them is an error of the rule. Each wrapped program evaluates the variables itself,
+in the same evaluation: their comprehension iterations count toward that program's
+10,000 (budget.py), with one more per ``map``. The wrapped programs are evaluated
+against the subject's shared activation; the rule's own programs keep their sources
+for messages and cost checks.
+
+On cel-cpp every rule with variables or parameters is bound, however few its subjects,
+so the answer never depends on how many objects a run holds: the plain path hands a
+variable's value back through Python, where a timestamp is no CEL value any more, and
+gives each variable an iteration budget of its own. Compiling the wrapped programs
+costs about a millisecond each on the first run; the program cache
+(scanner/cel/programcache.py) keeps them for the next.
 
 A rule with ``params`` used to need an activation of its own as well (``params``
 differs from rule to rule), so every subject was converted once more for it. Its
 parameters are bound the same way, outermost, as a literal (JSON is CEL for them),
 and the condition is wrapped too; the rule then shares the subject's activation.
 
-Only the cpp engine needs this: cel-python converts values without that cost, and
-keeping its plain path means the rule fixtures, which run under both engines, compare
-the two ways of binding variables. A rule whose wrapped program does not compile (a
-comprehension nesting limit, for instance) keeps the plain path too.
+Only the cpp engine needs this: cel-python converts values without that cost and
+keeps CEL values through its plain path, which the rule fixtures, run under both
+engines, compare with the bound one. Its budget differs: each variable and program
+gets its own 10,000 iterations, so a rule within a few thousand iterations of the
+limit may stop on cel-cpp alone. A rule whose wrapped program does not compile (a
+comprehension nesting limit, a variable named twice, parameters that do not read
+back as the same literal) keeps the plain path on cel-cpp too, whatever its subjects.
 """
 
 from __future__ import annotations
@@ -50,8 +62,9 @@ ENGINES: Final = frozenset({"cpp"})
 """Engines whose activations convert values on first read (see the module docstring)."""
 
 BIND_FROM: Final = 16
-"""Subjects of a rule's type from which binding pays (one conversion saved per subject
-and variable, ~0.1-0.5 ms, against ~1 ms of compiling per wrapped program)."""
+"""Subjects of a rule's type from which the optimizations that do not change answers
+pay: guards compiling their constant conjuncts (guards.py), the engine reading each
+rule's projection (deferral.py). Binding does not wait for it (module docstring)."""
 
 _CACHE_LIMIT: Final = 1024
 _cache: dict[tuple[Engine, str, tuple[str, ...]], Rule | None] = {}
@@ -81,10 +94,8 @@ def bind_rules(
     ``ENGINES``. The rules returned have no ``variables`` or ``params`` of their own
     left: an engine runs them like any other rule, on the subject's shared activation.
 
-    With ``subjects`` (subject type -> subjects), a rule is bound only when it has at
-    least ``BIND_FROM`` subjects: compiling the wrapped programs costs about a
-    millisecond each, which a handful of subjects (a pre-commit run on one file) never
-    earns back.
+    With ``subjects`` (subject type -> subjects), a rule whose type has no subjects is
+    left alone: nothing would run it, and compiling costs.
     """
     if engine.name not in ENGINES:
         return {}
@@ -92,7 +103,7 @@ def bind_rules(
     for rule in rules:
         if not rule.variables and not rule.params:
             continue
-        if subjects is not None and len(subjects.get(rule.doc.subject, ())) < BIND_FROM:
+        if subjects is not None and not subjects.get(rule.doc.subject):
             continue
         key = (engine, rule.id, _sources(rule))
         if key not in _cache:

@@ -75,8 +75,6 @@ def evaluate(
     """
     result = Evaluation()
     refs: Mapping[str, KubeObject] = {} if lookup is None else lookup  # not truth-tested: lazy
-    # Rules with equal parameters share one activation per subject.
-    params_keys = {rule.id: json.dumps(rule.params, sort_keys=True, default=str) for rule in rules}
     iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
     iterating_conditions = {
         rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
@@ -104,6 +102,12 @@ def evaluate(
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)
+    # Rules with equal parameters share one activation per subject: the parameters of
+    # the rule as it runs (a bound rule has none left: they are inside its programs).
+    params_keys = {
+        rule.id: json.dumps(bound.get(rule.id, rule).params, sort_keys=True, default=str)
+        for rule in rules
+    }
     guards = build_guards(rules, engine, globals_, subjects)
     by_type: dict[str, list[Rule]] = {}
     for rule in rules:

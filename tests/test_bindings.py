@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from scanner import bindings, pipeline
+from scanner import engine as engine_module
 from scanner.bindings import BIND_FROM, bind_rules, let_source
 from scanner.cel import Engine, ResultKind, cpp_available, get_engine
 from scanner.errors import CelEvalError
 from scanner.findings import Level
+from scanner.inventory import KubeObject, LineMap, Origin
+from scanner.model import Subject
 from scanner.ruledoc import RuleDoc
 from scanner.rules import Rule, Validation
 from scanner.sources.files import load_paths
@@ -123,13 +126,110 @@ def test_a_rule_that_names_a_variable_twice_keeps_the_plain_path() -> None:
     assert bind_rules([rule], engine) == {}
 
 
-def test_few_subjects_are_not_worth_binding() -> None:
+def test_a_rule_is_bound_however_few_its_subjects() -> None:
+    """One subject is enough (the answer must not depend on how many there are);
+    none is not (nothing would run the rule)."""
     engine = get_engine("cpp")
     rule = _rule([("ok", "true"), ("why", '"because"')], "[]", engine)
-    few = {"workload": [object()] * (BIND_FROM - 1)}
-    many = {"workload": [object()] * BIND_FROM}
-    assert bind_rules([rule], engine, few) == {}
-    assert set(bind_rules([rule], engine, many)) == {"PG900"}
+    assert bind_rules([rule], engine, {"workload": []}) == {}
+    assert set(bind_rules([rule], engine, {"workload": [object()]})) == {"PG900"}
+
+
+RULE_HEAD = """\
+name: {name}
+level: warning
+summary: s.
+description: d.
+remediation: r.
+subject: object
+"""
+
+
+def _ruleset(tmp_path: Path, rules: dict[str, str]) -> pipeline.Ruleset:
+    directory = tmp_path / "rules"
+    directory.mkdir()
+    for rule_id, rest in rules.items():
+        head = RULE_HEAD.format(name=rule_id.lower())
+        (directory / f"{rule_id}.yaml").write_text(f"id: {rule_id}\n{head}{rest}")
+    options = pipeline.ScanOptions(rule_dirs=[directory], include_bundled=False, enable_all=True)
+    return pipeline.load_ruleset(options)
+
+
+def _messages(ruleset: pipeline.Ruleset, count: int) -> list[list[str]]:
+    """Each rule's messages on the first of ``count`` identical objects."""
+    subjects = [
+        Subject(
+            "object",
+            KubeObject(
+                {
+                    "kind": "X",
+                    "metadata": {"name": f"x{index}", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "xs": list(range(60)),
+                    "ys": list(range(100)),
+                },
+                Origin(f"cluster://c/X/x{index}"),
+                LineMap({}),
+            ),
+        )
+        for index in range(count)
+    ]
+    globals_ = {"config": {}, "cluster": {"now": "2026-01-02T00:00:00Z"}}
+    found = engine_module.evaluate(ruleset.rules, {"object": subjects}, ruleset.engine, globals_)
+    first = [finding for finding in found.findings if finding.ref and finding.ref.name == "x0"]
+    return [[f.rule_id, f.outcome.value, f.message] for f in first]
+
+
+@pytest.mark.parametrize("count", [1, BIND_FROM, 40])
+def test_the_answer_does_not_depend_on_how_many_subjects_there_are(
+    tmp_path: Path, count: int
+) -> None:
+    """Found in review, each once a difference between a run of one object (a
+    pre-commit hook) and a large one: a timestamp variable was no CEL value any more
+    on the plain path; a rule left unbound (three comprehension levels) read the
+    empty ``params`` of a bound rule with equal parameters that ran before it on the
+    same activation; a variable's iterations counted toward the body's budget only
+    when bound."""
+    ruleset = _ruleset(
+        tmp_path,
+        {
+            "ACME100": """\
+variables:
+  - name: created
+    expression: timestamp(object.metadata.creationTimestamp)
+violations: |
+  timestamp(cluster.now) - variables.created > duration("1h") ? [{"message": "old"}] : []
+""",
+            "ACME101": """\
+params: {limit: 1}
+violations: '[{"message": "A " + string(params.limit)}]'
+""",
+            "ACME102": """\
+params: {limit: 1}
+violations: >-
+  [1].exists(a, [1].exists(b, [1].exists(c, true)))
+  ? [{"message": "B " + string(params.limit)}] : []
+""",
+            "ACME103": """\
+variables:
+  - name: v
+    expression: object.xs.map(x, object.ys.map(y, y)).size()
+violations: |
+  object.xs.map(x, object.ys.map(y, y)).size() == variables.v
+  ? [{"message": "ok " + string(variables.v)}] : []
+""",
+        },
+    )
+    assert _messages(ruleset, count) == [
+        ["ACME100", "fail", "old"],
+        ["ACME101", "fail", "A 1"],
+        ["ACME102", "fail", "B 1"],
+        [
+            "ACME103",
+            "error",
+            "rule could not be evaluated: evaluation stopped at 10,000 comprehension "
+            "iterations (rule cost limit)",
+        ],
+    ]
 
 
 def test_every_rule_fixture_gives_the_same_findings_bound_and_unbound(
