@@ -33,6 +33,7 @@ from scanner.config import AdminSubject, Config, Exemption, Require, RuleOverrid
 from scanner.errors import ConfigError, UsageError
 from scanner.findings import Level
 from scanner.inventory import LineMap, Position, join_path
+from scanner.sources import surrogates
 from scanner.sources.yamldoc import parse_plain
 
 CONFIG_FILE_NAME: Final = ".poolgate.yaml"
@@ -129,6 +130,10 @@ def load(path: Path) -> LoadedConfig:
     body, positions = documents[0]
     if not isinstance(body, dict):
         raise ConfigError(f"{shown}:1: expected a {KIND} mapping, got {_describe(body)}")
+    if surrogates.may_hold(text):
+        # As in manifests: cel-cpp ends a string at a NUL, so a guard comparing the
+        # name in Python (scanner/guards.py) would disagree with CEL about it.
+        body = surrogates.replaced(body)
     lines = LineMap(positions)
     problems, warnings = _check_schema(body, lines, shown)
     if problems:

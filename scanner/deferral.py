@@ -23,12 +23,12 @@ such a read into an answer (``||``, ``&&`` and ``exists`` drop an error where th
 other operands decide, and the complete facts could decide differently, or run
 into the cost limit instead).
 
-The same reading lists the fields a rule may read at all (``workload_fields``): the
-engine converts into CEL only those fields of the subject's facts that the rules it
-runs on the subject name, since cel-expr-python converts a variable whole the first
-time an expression reads it; and of a field whose value they read only at keys they
-name (``workload.ns.platform``, ``"nodeSelector" in workload.podSpec``), only those
-keys (``projection``).
+The same reading lists what a rule may read at all (``projection``, which the engine
+uses): the fields of ``workload`` it names (``workload_fields``) and, of a field whose
+value it reads only at keys it names (``workload.ns.platform``, ``"nodeSelector" in
+workload.podSpec``), those keys. The engine converts into CEL only those fields and
+keys of the subject's facts that the rules it runs on the subject name, since
+cel-expr-python converts a variable whole the first time an expression reads it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Match conditions decided false in Python before any CEL runs (cheap matching first).
+"""Match conditions decided in Python before any CEL runs (cheap matching first).
 
 Most conditions begin with a plain flag of the subject (``workload.gpu && ...``,
 ``node.gpu && ...``) or with switches of the run (``config.require.runtimeClass !=
@@ -36,7 +36,9 @@ the decision to the CEL condition, which runs in full.
 
 Values cel-cpp cannot represent (an integer past int64, a null map key) never reach
 a guard or CEL: the readers turn them into what the API server would have stored
-(scanner/sources/numbers.py), so a guard reads the same values CEL would.
+(scanner/sources/numbers.py), so a guard reads the same values CEL would. Strings
+holding a NUL, which cel-cpp ends there, get U+FFFD instead, in manifests, snapshots
+and the configuration file alike (a guard compares ``config`` lists in Python).
 """
 
 from __future__ import annotations

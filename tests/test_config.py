@@ -328,3 +328,18 @@ def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:
         for line in example.splitlines()
         if line.startswith("  ") and not line.startswith("   ")
     } >= spec_keys
+
+
+def test_a_nul_in_a_config_string_becomes_a_replacement_character(
+    tmp_path: Path,
+) -> None:
+    """As in manifests: cel-cpp ends a string at a NUL, so ``"gpu" in ["gpu\\0x"]`` is
+    true in CEL and false in Python, and a guard deciding the condition in Python
+    would disagree with CEL about it (found in review)."""
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"
+        'spec:\n  operatorNamespaces: ["gpu\\0x", "nvidia-gpu-operator"]\n',
+    )
+    config = configfile.load(path).config
+    assert config.cel_view()["operatorNamespaces"] == ["gpu\ufffdx", "nvidia-gpu-operator"]
