@@ -158,8 +158,10 @@ def test_rules_test_runs_audit_only_rules() -> None:
 def test_the_nightly_script_keeps_drift_across_a_night_that_did_not_run(
     pki: Pki, tmp_path: Path
 ) -> None:
-    """deploy/cronjob.yaml's own script, three nights in a row: the audit runs, then
-    cannot (exit 2: no kubeconfig), then runs again and still compares with the first.
+    """deploy/cronjob.yaml's own script, four nights in a row: the audit runs (and
+    only the newest nights of reports stay), then cannot (exit 2: no kubeconfig),
+    then runs again and still compares with the first; then latest.json is cut short,
+    and the script sets it aside and audits without drift.
     No cluster is available here: the script runs against the test API server
     (tests/audit/apiserver.py), through a real kubeconfig, as it would in the pod."""
     [cronjob] = of_kind("CronJob")
@@ -179,20 +181,40 @@ def test_the_nightly_script_keeps_drift_across_a_night_that_did_not_run(
             "PYTHONPATH": str(ROOT),
             "HOME": str(tmp_path),
             "KUBECONFIG": str(kubeconfig),
+            "POOLGATE_KEEP_NIGHTS": "2",
         }
         return subprocess.run(
             ["/bin/sh", "-c", body], env=env, capture_output=True, text=True, timeout=300
         )
 
+    # Reports of three earlier nights: with two kept, the oldest two go.
+    for day in ("20260101", "20260102", "20260103"):
+        for suffix in ("txt", "sarif"):
+            (reports / f"audit-{day}T021700Z.{suffix}").write_text("old")
+
     with ApiServer(objects("lab"), pki, TOKEN) as server:
         config = write_kubeconfig(tmp_path / "kc", server.url, pki.ca, CONTEXT, token=TOKEN)
         assert night(config).returncode == 0
         first = json.loads((reports / "latest.json").read_text())
+        for suffix in ("txt", "sarif"):
+            kept = sorted(path.name for path in reports.glob(f"audit-*.{suffix}"))
+            assert len(kept) == 2 and kept[0] == f"audit-20260103T021700Z.{suffix}", kept
         down = night(tmp_path / "no-such-kubeconfig")
         assert down.returncode == 2, down.stderr
         assert json.loads((reports / "latest.json").read_text()) == first
         assert not (reports / "latest.json.new").exists()
+        assert not list(reports.glob("latest.json.refused-*"))  # not its fault: put back
         third = night(config)
-    assert third.returncode == 0, third.stderr
-    drift = json.loads((reports / "latest.json").read_text())["drift"]
-    assert drift["counts"]["unchanged"] == len(first["findings"]) > 0
+        assert third.returncode == 0, third.stderr
+        drift = json.loads((reports / "latest.json").read_text())["drift"]
+        assert drift["counts"]["unchanged"] == len(first["findings"]) > 0
+
+        # latest.json cut short (a full volume, say): set aside, and the audit runs
+        # without drift instead of failing every night from now on.
+        (reports / "latest.json").write_text('{"version": 1, "findings": [')
+        fourth = night(config)
+        assert fourth.returncode == 0, fourth.stderr
+        latest = json.loads((reports / "latest.json").read_text())
+        assert "drift" not in latest and len(latest["findings"]) == len(first["findings"])
+        [refused] = reports.glob("latest.json.refused-*")
+        assert refused.read_text() == '{"version": 1, "findings": ['
