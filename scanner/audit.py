@@ -62,8 +62,16 @@ def needed_kinds(rules: Iterable[Rule]) -> frozenset[str]:
 
 def plan(rules: Iterable[Rule]) -> list[Resource]:
     """The resources to list for ``rules``, in listing order (Namespaces first). A kind
-    outside ``scanner.sources.resources`` is never listed: ``coverage`` names it."""
-    return by_kind(needed_kinds(rules))
+    outside ``scanner.sources.resources`` is never listed: ``coverage`` names it.
+
+    ConfigMaps are listed only in the operator namespaces that exist, which the
+    Namespace list says: without it every configured operator namespace is tried,
+    and a namespace that does not exist answers 403 to a Role granted in another one
+    (deploy/rbac.yaml grants ``gpu-operator``), so Namespaces come with them."""
+    kinds = needed_kinds(rules)
+    if any(resource.operator_namespaces_only for resource in by_kind(kinds)):
+        kinds |= {"Namespace"}
+    return by_kind(kinds)
 
 
 # -- stage 2: capture ------------------------------------------------------------------

@@ -203,12 +203,15 @@ class Cluster:
                 return Served(resource, version, entry[0], entry[1])
         # Served at a version poolgate does not know (resource.k8s.io only at v1alpha3 on
         # Kubernetes 1.31)? Then its objects exist but cannot be read: say so.
-        elsewhere = [
-            version
-            for version in served_versions
-            if version not in resource.versions
-            and resource.kind in _kinds(self._resource_list(group, version))
-        ]
+        elsewhere = []
+        for version in served_versions:
+            if version in resource.versions:
+                continue
+            listing = self._resource_list(group, version)
+            if isinstance(listing, Failure):
+                return listing  # cannot tell whether the kind is there: not "none"
+            if resource.kind in listing:
+                elsewhere.append(version)
         if elsewhere:
             return Failure(
                 "unsupported version",
@@ -398,10 +401,6 @@ def _holding_list(field: str) -> Callable[[Mapping[str, Any]], str]:
         return f"the discovery document's {field} is {what}"
 
     return check
-
-
-def _kinds(listing: Mapping[str, tuple[str, bool]] | Failure) -> Mapping[str, tuple[str, bool]]:
-    return {} if isinstance(listing, Failure) else listing
 
 
 def _list_path(served: Served, namespace: str) -> str:

@@ -7,10 +7,11 @@ kind's plural in notifications. Secrets are not in the table and never will be:
 no rule needs them, and a nightly job that can read every Secret of a cluster
 is a target.
 
-Versions are in preference order; the audit lists the first one the API server
-serves (its discovery documents decide, so a cluster without Karpenter or the
-GPU Operator is skipped quietly). Plurals here are the defaults; discovery's
-own answer wins when it differs.
+Versions are those poolgate reads, in preference order: the audit lists the group's
+preferred version (discovery's ``preferredVersion``) when it is one of them, else
+the first of them the API server serves (its discovery documents decide, so a
+cluster without Karpenter or the GPU Operator is skipped quietly). Plurals here are
+the defaults; discovery's own answer wins when it differs.
 """
 
 from __future__ import annotations

@@ -211,6 +211,29 @@ def test_a_kind_served_only_at_an_unknown_version_is_named(pki: Pki, tmp_path: P
     assert "could not list ResourceClaim.resource.k8s.io: unsupported version" in taken.stderr
 
 
+def test_a_version_whose_discovery_fails_does_not_make_a_kind_none(
+    pki: Pki, tmp_path: Path
+) -> None:
+    """resource.k8s.io served at v1alpha3 only, and its discovery document refused:
+    whether ResourceClaims are there cannot be told, so the kind is not listed as
+    complete with none (found in review: the failure read as "not served there")."""
+    kinds = (
+        *(kind for kind in DEFAULT_KINDS if kind.group != "resource.k8s.io"),
+        _k("resource.k8s.io/v1alpha3", "ResourceClaim", "resourceclaims", True),
+    )
+    status = b'{"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 403}'
+    with ApiServer(objects("clean"), pki, TOKEN, kinds=kinds) as server:
+        server.behaviour.replies["/apis/resource.k8s.io/v1alpha3"] = lambda _: (403, status)
+        config = kubeconfig_for(server, pki, tmp_path)
+        snap = tmp_path / "snap.json"
+        taken = cli("snapshot", "--kubeconfig", config, "-o", str(snap))
+    assert taken.returncode == 3, taken.stderr
+    listed = json.loads(snap.read_text())["metadata"]["annotations"]["poolgate.io/listed"]
+    for kind in ("ResourceClaim", "ResourceClaimTemplate", "DeviceClass"):
+        assert f"{kind}.resource.k8s.io" not in listed.split(","), kind
+    assert "could not list ResourceClaim.resource.k8s.io" in taken.stderr
+
+
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
 def test_the_test_server_reads_the_bearer_scheme_case_insensitively(
     lab: ApiServer, pki: Pki, scheme: str

@@ -235,6 +235,32 @@ def test_forbidden_operator_namespace_configmaps(pki: Pki, tmp_path: Path) -> No
     assert notes[0].startswith("cannot list ConfigMap (namespace gpu-operator): forbidden")
 
 
+def test_configmaps_only_where_an_operator_namespace_exists_even_without_namespace_rules(
+    pki: Pki, tmp_path: Path
+) -> None:
+    """With every rule that reads Namespaces disabled, ConfigMaps are still listed only
+    in the operator namespaces that exist: the lab has gpu-operator, not
+    nvidia-gpu-operator, where deploy/'s Role grants nothing (a 403 there made the
+    nightly audit incomplete, found in review)."""
+    from scanner import audit
+    from scanner.pipeline import ScanOptions, load_ruleset
+
+    rules = load_ruleset(ScanOptions(mode="audit")).rules
+    namespace_rules = sorted(rule.id for rule in rules if "Namespace" in audit.needed_kinds([rule]))
+    assert namespace_rules and "ConfigMap" in audit.needed_kinds(rules)
+    with ApiServer(objects("lab"), pki, TOKEN) as server:
+        server.behaviour.forbidden_in.add(("nvidia-gpu-operator", "configmaps"))
+        config = write_kubeconfig(tmp_path / "kubeconfig", server.url, pki.ca, CONTEXT, token=TOKEN)
+        result = cli(
+            "audit", "--kubeconfig", str(config), "--format", "json",
+            "--disable", ",".join(namespace_rules),
+        )  # fmt: skip
+        asked = [path for path in server.paths() if path.endswith("/configmaps")]
+    assert result.returncode in (0, 1), result.stderr
+    assert report(result)["notifications"] == []
+    assert asked == ["/api/v1/namespaces/gpu-operator/configmaps"]
+
+
 def test_client_certificate_auth(pki: Pki, tmp_path: Path) -> None:
     with ApiServer(objects("lab"), pki, TOKEN) as server:
         config = write_kubeconfig(

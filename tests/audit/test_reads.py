@@ -52,9 +52,13 @@ def bundled() -> list[Rule]:
 
 
 def test_the_plan_lists_exactly_what_each_rule_reads() -> None:
+    """And Namespaces with ConfigMaps: those are listed only in the operator
+    namespaces that exist (a rule that reads no Namespace, such as PG202, listed
+    ConfigMaps in namespaces the deploy Role does not cover, found in review)."""
     for rule in bundled():
         planned = {resource.kind for resource in audit.plan([rule])}
-        assert planned == relation.reads(rule).kinds & relation.ALL_KINDS, rule.id
+        reads = relation.reads(rule).kinds & relation.ALL_KINDS
+        assert planned == reads | ({"Namespace"} if "ConfigMap" in reads else set()), rule.id
 
 
 def test_a_missing_kind_stops_exactly_the_rules_that_read_it() -> None:
