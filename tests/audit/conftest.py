@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,8 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     try:
         for key in ("GITHUB_ACTIONS", "NO_COLOR", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
             os.environ.pop(key, None)
-        os.environ["HOME"] = str(ROOT / "tests" / "audit" / "no-home")
+        # A home without ~/.kube/config, outside the repository (caches land there).
+        os.environ["HOME"] = str(Path(tempfile.gettempdir()) / "poolgate-tests-no-home")
         os.environ.update(env or {})
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = run(list(args))
