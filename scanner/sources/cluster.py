@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
 from scanner.sources import apihttp
@@ -75,6 +75,13 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.retry_after_limit)
         return float(min(self.base_delay * (2**attempt), self.max_delay))
+
+
+EMPTY_PAGES_LIMIT: Final = 100
+"""Pages in a row without an object that end a list as a failed read. kube-apiserver
+fills every page but the last (no selectors are sent); a proxy or an aggregated API
+that keeps handing out new tokens for empty pages would page until the Job's
+deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +283,7 @@ class Cluster:
         items: list[dict[str, Any]] = []
         token = ""
         seen: set[str] = set()
+        empty = 0  # pages in a row that held no object
         path = _list_path(served, namespace)
         strip = served.resource.kind not in _STRIP_MANAGED_FIELDS_EXCEPT
         while True:
@@ -297,6 +305,16 @@ class Cluster:
             token = metadata.get("continue", "") if isinstance(metadata, Mapping) else ""
             if not isinstance(token, str) or not token:
                 return items
+            empty = 0 if page["items"] else empty + 1
+            if empty >= EMPTY_PAGES_LIMIT:
+                # New tokens, no objects: nothing says such a list ever ends.
+                raise _RequestFailed(
+                    Failure(
+                        "failed",
+                        f"the server answered {empty} pages in a row with no object and "
+                        f"a new continue token, after {len(items):,} objects",
+                    )
+                )
             if token in seen:
                 # A server (or a proxy in front of it) that hands back a token it already
                 # gave would page forever: the list cannot be read to its end.

@@ -180,6 +180,30 @@ def test_a_continue_token_that_repeats_stops_the_list(
     assert len(clean.queries("/api/v1/pods")) == 2
 
 
+def test_endless_empty_pages_stop_the_list(clean: ApiServer, pki: Pki, tmp_path: Path) -> None:
+    """A server that answers every page with no object and a new continue token would
+    page until the CronJob's deadline: after EMPTY_PAGES_LIMIT such pages the kind is a
+    failed read (found in review)."""
+    from scanner.sources.cluster import EMPTY_PAGES_LIMIT
+
+    served: list[int] = []
+
+    def endless(query: dict[str, list[str]]) -> tuple[int, bytes]:
+        served.append(1)
+        page = {**POD_LIST, "metadata": {"continue": f"token-{len(served)}"}, "items": []}
+        return 200, json.dumps(page).encode()
+
+    clean.behaviour.replies["/api/v1/pods"] = endless
+    code, document = audit_json(kubeconfig_for(clean, pki, tmp_path))
+    assert code == 3
+    [note] = document["notifications"]
+    assert note["message"].startswith(
+        f"cannot list Pod: failed: the server answered {EMPTY_PAGES_LIMIT} pages in a row "
+        "with no object and a new continue token, after 0 objects"
+    )
+    assert len(served) == EMPTY_PAGES_LIMIT
+
+
 def test_a_kind_served_only_at_an_unknown_version_is_named(pki: Pki, tmp_path: Path) -> None:
     """Kubernetes 1.31 with DRA on serves resource.k8s.io at v1alpha3 only: the claims
     exist but poolgate cannot read them. Not "none", not listed: a notification."""
