@@ -48,6 +48,7 @@ _NOT_A_PROFILE = ("all-disabled", "all-enabled", "all-balanced")
 
 KARPENTER_NODEPOOL = ("NodePool", "karpenter.sh/")
 GKE_NODEPOOL = ("ContainerNodePool", "container.cnrm.cloud.google.com/")
+GKE_NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 CAPI_MACHINEDEPLOYMENT = ("MachineDeployment", "cluster.x-k8s.io/")
 
 
@@ -87,6 +88,9 @@ def _node(
     facts["capacity"] = capacity
     facts["statusKnown"] = status_known
     facts["gpu"] = bool(allocatable or capacity) or facts["gpuLabeled"]
+    # A GKE node (its node pool label says so): GKE runs the ExtendedResourceToleration
+    # admission plugin, which tolerates its nvidia.com/gpu taint for GPU pods.
+    facts["gke"] = GKE_NODEPOOL_LABEL in labels
     if facts["statusKnown"]:
         facts["advertises"] = sorted(name for name, count in allocatable.items() if count > 0)
     facts["gpuCount"] = max(_whole_gpus(facts, observed or {}), facts["gpuCount"])

@@ -114,8 +114,12 @@ _Lookup = Callable[[str], "Sequence[str] | _Undecided | None"]
 
 def _term_matches(term: Mapping[str, Any], lookup: _Lookup) -> bool:
     expressions = [e for e in term.get("matchExpressions") or [] if isinstance(e, Mapping)]
-    if not expressions:
+    fields = [f for f in term.get("matchFields") or [] if isinstance(f, Mapping)]
+    if not expressions and not fields:
         return False  # "a null or empty node selector term matches no objects"
+    # matchFields name nodes (metadata.name: the DaemonSet controller pins each of its
+    # pods so), which pool classes do not tell apart: undecided, as a runtime label is;
+    # the term's expressions decide.
     return all(_expression_matches(e, lookup) for e in expressions)
 
 
