@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
 from scanner.model.index import ObjectIndex
@@ -62,7 +62,8 @@ def cluster_setup(index: ObjectIndex) -> Setup:
 
 def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
     """ConfigMaps that hold device-plugin configs: the one ClusterPolicy names, and any
-    ConfigMap whose values parse as a device-plugin config (Helm installs of the plugin)."""
+    ConfigMap with a value shaped as one (``_looks_like_config``: Helm installs of the
+    plugin)."""
     found = []
     for obj in index.kind("ConfigMap"):
         if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj):
@@ -70,14 +71,48 @@ def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
     return found
 
 
+_PLUGIN_FLAGS: Final = frozenset(
+    {
+        "migStrategy",
+        "failOnInitError",
+        "mpsRoot",
+        "nvidiaDriverRoot",
+        "nvidiaDevRoot",
+        "gdsEnabled",
+        "mofedEnabled",
+        "useNodeFeatureAPI",
+        "deviceDiscoveryStrategy",
+        "plugin",
+        "gfd",
+    }
+)
+"""The device plugin's config ``flags`` (its v1 ``Flags``: the command-line options)."""
+
+
 def _looks_like_config(obj: KubeObject) -> bool:
+    """Whether a value of the ConfigMap is a device-plugin config: ``version`` with
+    ``sharing.timeSlicing``/``sharing.mps`` or one of the plugin's ``flags``. A value
+    that does not parse but spells ``version:`` and ``sharing:``/``flags:`` counts too
+    (PG205 reports it); any other ConfigMap with a ``version`` and ``flags`` (a feature
+    flag service's) is not one."""
     for value in as_mapping(obj.body.get("data")).values():
-        if (
+        if not (
             isinstance(value, str)
             and "version:" in value
             and ("sharing:" in value or "flags:" in value)
         ):
+            continue
+        documents, problems = parse_plain(value)
+        if problems and not documents:
             return True
+        for body, _ in documents:
+            if not isinstance(body, dict) or "version" not in body:
+                continue
+            sharing, flags = body.get("sharing"), body.get("flags")
+            if isinstance(sharing, dict) and ("timeSlicing" in sharing or "mps" in sharing):
+                return True
+            if isinstance(flags, dict) and not _PLUGIN_FLAGS.isdisjoint(flags):
+                return True
     return False
 
 
