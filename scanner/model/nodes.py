@@ -13,7 +13,7 @@ requirement ``In [a, b]``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from scanner.config import Config
@@ -64,6 +64,30 @@ def build_nodes(
             if obj.api_version.startswith(group):
                 found.append((obj, _declaration(obj, index, config, setup, entries)))
     return found
+
+
+AWS_NVIDIA_FAMILIES: Final = frozenset(
+    {
+        *("p2", "p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200"),
+        *("g3", "g3s", "g4dn", "g5", "g5g", "g6", "g6e", "g6f", "gr6", "gr6f"),
+    }
+)
+"""EC2 instance families with NVIDIA GPUs (not g4ad: AMD; not inf, trn, dl: other
+accelerators). Karpenter's own GPU examples select them by family."""
+
+
+def _nvidia_instances(key: str, values: Sequence[str]) -> bool:
+    """Whether a Karpenter requirement ``key In values`` admits only EC2 instances with
+    NVIDIA GPUs: families (``g5``), types (``p4d.24xlarge``), or the ``p`` category."""
+    if not values:
+        return False
+    if key == "karpenter.k8s.aws/instance-family":
+        return all(value in AWS_NVIDIA_FAMILIES for value in values)
+    if key == "node.kubernetes.io/instance-type":
+        return all(value.partition(".")[0] in AWS_NVIDIA_FAMILIES for value in values)
+    if key == "karpenter.k8s.aws/instance-category":
+        return all(value == "p" for value in values)
+    return False
 
 
 def _node(
@@ -164,6 +188,8 @@ def _declaration(
                 and operator == "In"
                 and "nvidia" in values
             ):
+                gpu = True
+            if operator == "In" and _nvidia_instances(key, values):
                 gpu = True
         limits = as_mapping(spec.get("limits"))
         if any(isinstance(k, str) and GPU_RESOURCE.match(k) for k in limits):
