@@ -151,6 +151,8 @@ def _declaration(
         "known": False,
         "metadataMode": "",
         "hopLimit": 0,
+        "httpTokens": "",
+        "tokensPath": "",
         "broadScopes": False,
         "path": "",
         "scopesPath": "",
@@ -208,6 +210,13 @@ def _declaration(
                 "spec.metadataOptions.httpPutResponseHopLimit"
                 if "httpPutResponseHopLimit" in options
                 else "spec"
+            )
+            # Karpenter's default is required (IMDSv2 only); optional keeps IMDSv1,
+            # which the hop limit does not guard (it limits the token's PUT response).
+            tokens = options.get("httpTokens")
+            identity["httpTokens"] = tokens if isinstance(tokens, str) and tokens else "required"
+            identity["tokensPath"] = (
+                "spec.metadataOptions.httpTokens" if "httpTokens" in options else "spec"
             )
             identity["known"] = True
         else:
