@@ -8,8 +8,10 @@
   RUNNER_TEMP and GITHUB_ACTION_PATH (this checkout). ``env:`` expressions are
   evaluated from the inputs and earlier step outputs the way the runner does; the
   upload step (``uses:``) is not run, only its condition and inputs are checked.
-  POOLGATE_ACTION_PYTHON makes the install step use this interpreter instead of
-  creating a virtual environment and installing from PyPI.
+  POOLGATE_ACTION_PYTHON makes the install step use this interpreter (with this
+  checkout installed: every python of the action runs isolated, ``-I``, so neither
+  PYTHONPATH nor the workspace reaches sys.path) instead of creating a virtual
+  environment and installing from PyPI.
 """
 
 from __future__ import annotations
@@ -158,7 +160,6 @@ class Runner:
                 GITHUB_ACTION_PATH=str(ROOT),
                 RUNNER_TEMP=str(self.scratch),
                 POOLGATE_ACTION_PYTHON=sys.executable,
-                PYTHONPATH=str(ROOT),  # the checkout under test, whatever else is installed
             )
             env.update(
                 {key: self.substitute(str(value)) for key, value in step.get("env", {}).items()}
@@ -265,3 +266,26 @@ def test_inputs_are_data_never_shell(tmp_path: Path) -> None:
     assert runner.outputs["scan"]["sarif-file"] == ""
     assert runner.skipped == ["step2"]  # no SARIF, no upload
     assert "no such file or directory" in runner.logs["scan"].stderr
+
+
+def test_python_files_in_the_pull_request_are_never_imported(tmp_path: Path) -> None:
+    """The workspace is the pull request's checkout. ``python -m scanner`` and
+    ``python -`` put the working directory first on sys.path, so a ``scanner/`` or a
+    ``json.py`` there ran in place of poolgate's own (found in review: the scan
+    exited 0 over a privileged Deployment). Every python of the action runs ``-I``."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    hostile = 'import sys; print("PWNED"); sys.exit(0)\n'
+    (workspace / "scanner").mkdir()
+    (workspace / "scanner" / "__init__.py").write_text(hostile)
+    (workspace / "scanner" / "__main__.py").write_text(hostile)
+    for module in ("json.py", "collections.py", "venv.py", "os.py"):
+        (workspace / module).write_text(hostile)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "k8s/"})
+    status = runner.run()
+    logs = "".join(done.stdout + done.stderr for done in runner.logs.values())
+    assert "PWNED" not in logs
+    assert status == 1, logs
+    assert runner.outputs["scan"]["exit-code"] == "1"
+    assert runner.outputs["scan"]["findings"] != "0"
