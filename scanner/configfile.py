@@ -335,17 +335,37 @@ def _require(section: Mapping[str, Any]) -> Require:
 def _rule_dirs(
     entries: Iterable[str], lines: LineMap, path: Path, shown: str, problems: list[str]
 ) -> Iterable[str]:
+    """The config's rule directories, each inside the repository that holds the config
+    (the config's own directory outside a repository), symlinks resolved: a pull
+    request's ``.poolgate.yaml`` must not make its CI job read files elsewhere on
+    the runner (``/``, ``../../.kube``) and print them in rule errors."""
     base = Path(os.path.abspath(path)).parent
+    root = _repository(base).resolve()
     for index, entry in enumerate(entries):
         directory = base / entry
+        line = _line(lines, f"spec.ruleDirs[{index}]")
         if not directory.is_dir():
-            line = _line(lines, f"spec.ruleDirs[{index}]")
             problems.append(
                 f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: no such directory "
                 f"(relative to {display_path(base)})"
             )
             continue
+        if not directory.resolve().is_relative_to(root):
+            problems.append(
+                f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: outside the repository "
+                f"({display_path(root)}); a config's rule directories must be inside it "
+                "(give others with --rules)"
+            )
+            continue
         yield str(directory)
+
+
+def _repository(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding ``.git``, else ``start``."""
+    for candidate in (start, *start.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return start
 
 
 def _exemptions(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from scanner import rulecache
 from scanner.cel import Engine, Program, ResultKind
@@ -95,6 +95,10 @@ def _schema_validator() -> Any:
     return Draft202012Validator(json.loads(_schema_text()))
 
 
+MAX_RULE_FILE_SIZE: Final = 256 * 1024
+"""A rule file is a page or two of YAML (the largest bundled one is ~13 KiB)."""
+
+
 def rule_files(directories: Iterable[Path]) -> list[Path]:
     return [path for directory in directories for path in sorted(directory.glob("*.yaml"))]
 
@@ -147,6 +151,15 @@ def _load_file(
     validated: _Validated,
 ) -> Rule | None:
     try:
+        if not path.is_file():  # a FIFO would block, a device never end
+            problems.append(f"{path}: not a regular file")
+            return None
+        if not path.resolve().is_relative_to(path.parent.resolve()):
+            problems.append(f"{path}: a symbolic link out of its rule directory")
+            return None
+        if path.stat().st_size > MAX_RULE_FILE_SIZE:
+            problems.append(f"{path}: larger than {MAX_RULE_FILE_SIZE // 1024} KiB")
+            return None
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         problems.append(f"{path}: cannot read: {error}")

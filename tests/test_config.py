@@ -343,3 +343,23 @@ def test_a_nul_in_a_config_string_becomes_a_replacement_character(
     )
     config = configfile.load(path).config
     assert config.cel_view()["operatorNamespaces"] == ["gpu\ufffdx", "nvidia-gpu-operator"]
+
+
+@pytest.mark.parametrize("entry", ["{outside}", "../outside", "escape"])
+def test_rule_directories_must_stay_inside_the_repository(tmp_path: Path, entry: str) -> None:
+    """The config comes from the pull request: its ruleDirs must not point the CI job
+    at files elsewhere on the runner (found in review: a rule directory at / or a
+    symlink out of the checkout was read, and rule errors printed what was there)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "rules").mkdir()
+    (repo / "escape").symlink_to(outside)
+    text = HEADER + f"spec:\n  ruleDirs: [rules, {entry.format(outside=outside)!r}]\n"
+    path = write(repo / ".poolgate.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        configfile.load(path)
+    message = str(caught.value)
+    assert "spec.ruleDirs[1]" in message and "outside the repository" in message
+    assert "spec.ruleDirs[0]" not in message

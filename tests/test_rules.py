@@ -135,3 +135,28 @@ def test_bundled_rules_load_on_both_engines() -> None:
         "PG401",
         "PG501",
     } <= {r.id for r in cpp}
+
+
+def test_only_regular_files_of_reasonable_size_inside_the_directory_are_read(
+    tmp_path: Path,
+) -> None:
+    """A FIFO would block and /dev/zero never end; a symlink may not take the loader
+    out of the rule directory (found in review). Each is one problem, named."""
+    import os
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    write(rules, "ACME001.yaml", GOOD)
+    os.mkfifo(rules / "fifo.yaml")
+    secret = write(tmp_path, "kubeconfig", "token: SECRET-TOKEN\n")
+    (rules / "leak.yaml").symlink_to(secret)
+    (rules / "zero.yaml").symlink_to("/dev/zero")
+    write(rules, "huge.yaml", "# " + "x" * (300 * 1024) + "\n")
+    with pytest.raises(RuleLoadError) as caught:
+        load_rules([rules], get_engine("cpp"))
+    message = str(caught.value)
+    assert "fifo.yaml: not a regular file" in message
+    assert "zero.yaml: not a regular file" in message
+    assert "leak.yaml: a symbolic link out of its rule directory" in message
+    assert "huge.yaml: larger than 256 KiB" in message
+    assert "SECRET-TOKEN" not in message
