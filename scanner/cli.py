@@ -629,7 +629,10 @@ def _warn_all(warnings: Sequence[str]) -> None:
 
 
 def _warn(message: str) -> None:
-    click.echo(f"poolgate: warning: {message}", err=True)
+    """One line: a warning quotes keys and values from files (``errors.printable``)."""
+    from scanner.errors import printable
+
+    click.echo(f"poolgate: warning: {printable(message)}", err=True)
 
 
 def _assignments(values: Sequence[str]) -> list[str]:

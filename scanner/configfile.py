@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from scanner.config import AdminSubject, Config, Exemption, Require, RuleOverride
-from scanner.errors import ConfigError, UsageError
+from scanner.errors import ConfigError, UsageError, printable
 from scanner.findings import Level
 from scanner.inventory import LineMap, Position, join_path
 from scanner.sources import surrogates
@@ -162,10 +162,12 @@ def check_rule_ids(config: Config, known: Collection[str]) -> None:
 
 
 def _raise(problems: list[str], hint: str = "") -> None:
-    if len(problems) == 1:
-        raise ConfigError(problems[0], hint=hint)
+    """One error line per problem (keys and values from the file escaped: ``printable``)."""
+    shown = [printable(problem) for problem in problems]
+    if len(shown) == 1:
+        raise ConfigError(shown[0], hint=hint)
     raise ConfigError(
-        f"{len(problems)} config problems:\n" + "\n".join(f"  {p}" for p in problems), hint=hint
+        f"{len(shown)} config problems:\n" + "\n".join(f"  {p}" for p in shown), hint=hint
     )
 
 

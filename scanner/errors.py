@@ -5,6 +5,19 @@
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters and line breaks escaped (``\\n``, ``\\x1b``).
+    Problems quote keys, values and paths from files a pull request wrote: a line
+    break there must not start a line of poolgate's own output, where a CI runner
+    reads ``::error ...`` as a command (GitHub Actions does, on stdout and stderr)."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
+
 
 class PoolgateError(Exception):
     """Base of every error poolgate reports to the user (never with a traceback)."""
@@ -34,7 +47,8 @@ class RuleLoadError(PoolgateError):
     def __init__(self, problems: list[str]) -> None:
         count = len(problems)
         noun = "problem" if count == 1 else "problems"
-        super().__init__(f"{count} rule {noun}:\n" + "\n".join(f"  {p}" for p in problems))
+        listed = "\n".join(f"  {printable(p)}" for p in problems)
+        super().__init__(f"{count} rule {noun}:\n{listed}")
         self.problems = problems
 
 

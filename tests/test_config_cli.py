@@ -172,3 +172,25 @@ def test_init_into_a_read_only_directory_is_one_error_line(tmp_path: Path) -> No
         "poolgate: error: cannot write ro/.poolgate.yaml: read-only file system\n"
     )
     assert list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        '  "foo\\n::error file=x.yaml,line=1::INJECTED": 1\n',  # unknown key: a warning
+        '  skuLabel: "a\\n::stop-commands::x"\n  "b\\n::error::INJECTED": [1]\n',  # errors
+        '  require: {podSecurity: "x\\r\\n::error::INJECTED"}\n',  # one error
+    ],
+)
+def test_keys_and_values_cannot_start_a_line_of_poolgates_output(tmp_path: Path, spec: str) -> None:
+    """The config comes from the pull request, and a GitHub runner reads a line of
+    stdout or stderr that starts with ``::`` as a workflow command (found in review:
+    a key holding a line break forged an annotation). Line breaks in keys and values
+    are shown escaped."""
+    config = tmp_path / "c.yaml"
+    config.write_text(HEADER + "spec:\n" + spec)
+    result = poolgate("config", "validate", str(config))
+    assert "Traceback" not in result.stderr
+    lines = (result.stdout + result.stderr).splitlines()
+    assert lines and not [line for line in lines if line.lstrip().startswith("::")]
+    assert "\\n::" in result.stderr
