@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
@@ -49,6 +50,7 @@ from scanner.sources.rendered import (
     scratch_dir,
     which,
 )
+from scanner.sources.resources import RESOURCES
 from scanner.sources.yamldoc import parse_stream
 
 INSTALL_URL: Final = "https://helm.sh/docs/intro/install/"
@@ -86,7 +88,29 @@ def render(chart: Path, repo_root: Path, options: RenderOptions) -> Inventory:
         except RenderFailed as error:
             message = f"Helm chart not rendered: helm template failed: {error}"
             return Inventory(read_errors=[ReadError(uri, message)])
-    return map_output(text, chart, repo_root)
+    return placed(map_output(text, chart, repo_root), options.helm_namespace)
+
+
+NAMESPACED_KINDS: Final = frozenset(
+    {resource.kind for resource in RESOURCES if resource.namespaced}
+    | {"Service", "Secret", "PersistentVolumeClaim", "Ingress", "HorizontalPodAutoscaler"}
+    | {"PodDisruptionBudget", "Endpoints", "LimitRange", "ResourceQuota", "Lease"}
+)
+"""Kinds that live in a namespace: those poolgate lists, and the common core ones."""
+
+
+def placed(inventory: Inventory, namespace: str) -> Inventory:
+    """Objects of namespaced kinds that the chart leaves without ``metadata.namespace``
+    in ``namespace``, where ``helm install --namespace`` puts them: ``helm template``
+    writes the namespace only where a template spells ``.Release.Namespace``, and a
+    chart's privileged DaemonSet must be judged in gpu-operator, not in default.
+    Kinds poolgate does not know the scope of are left as written."""
+    for position, obj in enumerate(inventory.objects):
+        metadata = obj.body.get("metadata")
+        if obj.kind in NAMESPACED_KINDS and isinstance(metadata, dict) and not obj.namespace:
+            body = {**obj.body, "metadata": {**metadata, "namespace": namespace}}
+            inventory.objects[position] = replace(obj, body=body)
+    return inventory
 
 
 def command(helm: str, chart: Path, options: RenderOptions) -> list[str]:

@@ -101,6 +101,40 @@ def test_templates_that_are_not_on_disk_map_to_the_chart_file(tmp_path: Path) ->
     ]
 
 
+def test_objects_without_a_namespace_land_in_the_helm_namespace(tmp_path: Path) -> None:
+    """``helm template --namespace`` writes the namespace only where a template spells
+    .Release.Namespace; ``helm install`` puts every namespaced object there, so that is
+    where poolgate judges it (found in review: a chart's privileged DaemonSet was
+    judged in default). Cluster-scoped kinds, kinds of unknown scope and objects
+    that name their namespace are left as written."""
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\n")
+    rendered = "".join(
+        f"---\n# Source: app/templates/{name}.yaml\n{body}"
+        for name, body in (
+            ("ds", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: dcgm\n"),
+            (
+                "cr",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+                "metadata:\n  name: reader\n",
+            ),
+            (
+                "own",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: elsewhere\n",
+            ),
+            ("crd", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"),
+        )
+    )
+    inventory = helm.placed(helm.map_output(rendered, chart, tmp_path), "gpu-operator")
+    assert [(obj.kind, obj.namespace, obj.ref.namespace) for obj in inventory.objects] == [
+        ("DaemonSet", "gpu-operator", "gpu-operator"),
+        ("ClusterRole", "", ""),
+        ("ConfigMap", "elsewhere", "elsewhere"),
+        ("Widget", "", ""),
+    ]
+
+
 def test_command_line_passes_values_and_sets_and_nothing_else(tmp_path: Path) -> None:
     options = RenderOptions(helm_values=["v.yaml"], helm_set=["a.b=1"], helm_namespace="ml")
     argv = helm.command("/bin/helm", Path("fixtures/helm/My_Chart"), options)
