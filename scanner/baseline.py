@@ -1,10 +1,12 @@
 """Baselines: accept the findings a repository already has, report only new ones.
 
 ``poolgate scan --write-baseline FILE`` records the fingerprint of every current
-finding; ``--baseline FILE`` drops findings whose fingerprint is recorded. A
-fingerprint is rule id + object identity + field path (``Finding.fingerprint``),
-never a line number, so edits that only move lines keep old findings baselined,
-and moving an object to another file does too.
+finding and its file; ``--baseline FILE`` drops as many findings of each
+fingerprint as it recorded, those in the recorded files first. A fingerprint is
+rule id + object identity + field path (``Finding.fingerprint``), never a line
+number, so edits that only move lines keep old findings baselined, and moving an
+object to another file does too; but a second copy of a recorded object (the same
+Deployment added for another cluster's overlay) is new, not hidden with the first.
 
 What is never baselined, because hiding it would hide a problem with the run
 rather than accepted debt: rule errors (outcome ``error``) and findings that say
@@ -22,12 +24,15 @@ The file is JSON with entries sorted for small diffs; ``ruleId``, ``uri`` and
          "message": "container \\"agent\\" runs privileged"}
       ]
     }
+
+An entry has ``"count": N`` when its file holds the finding N times (N > 1).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -48,36 +53,67 @@ def eligible(finding: Finding, incomplete_rules: Collection[str]) -> bool:
     )
 
 
-def fingerprints(findings: Iterable[Finding], incomplete_rules: Collection[str]) -> frozenset[str]:
-    """The fingerprints a baseline written now would hold."""
-    return frozenset(
-        finding.fingerprint for finding in findings if eligible(finding, incomplete_rules)
-    )
+Recorded = list[tuple[str, str]]
+"""(fingerprint, file URI) of each finding a baseline holds, once per finding."""
+
+
+def recorded(findings: Iterable[Finding], incomplete_rules: Collection[str]) -> Recorded:
+    """What a baseline written now would hold."""
+    return [
+        (finding.fingerprint, finding.location.uri)
+        for finding in findings
+        if eligible(finding, incomplete_rules)
+    ]
 
 
 def split(
-    findings: Sequence[Finding], known: Collection[str], incomplete_rules: Collection[str]
+    findings: Sequence[Finding], known: Recorded, incomplete_rules: Collection[str]
 ) -> tuple[list[Finding], int]:
-    """(findings to report, how many were dropped because their fingerprint is known)."""
-    kept: list[Finding] = []
-    dropped = 0
-    for finding in findings:
-        if eligible(finding, incomplete_rules) and finding.fingerprint in known:
-            dropped += 1
-        else:
-            kept.append(finding)
-    return kept, dropped
+    """(findings to report, how many were dropped because the baseline holds them).
+
+    Each recorded finding hides one finding with its fingerprint: one in its own file
+    if there is one, else one elsewhere (the object moved)."""
+    left: dict[str, Counter[str]] = {}  # fingerprint -> file -> recorded, not yet used
+    for fingerprint, uri in known:
+        left.setdefault(fingerprint, Counter())[uri] += 1
+    candidates = [
+        (index, finding)
+        for index, finding in enumerate(findings)
+        if eligible(finding, incomplete_rules) and finding.fingerprint in left
+    ]
+    hidden: set[int] = set()
+    for same_file in (True, False):
+        for index, finding in candidates:
+            files = left[finding.fingerprint]
+            if index in hidden or not files:
+                continue
+            uri = finding.location.uri
+            if uri not in files:
+                if same_file:
+                    continue
+                uri = next(iter(files))  # moved here from a file that no longer has it
+            files[uri] -= 1
+            if not files[uri]:
+                del files[uri]
+            hidden.add(index)
+    kept = [finding for index, finding in enumerate(findings) if index not in hidden]
+    return kept, len(hidden)
 
 
 def document(
     findings: Iterable[Finding], tool_version: str, incomplete_rules: Collection[str]
 ) -> dict[str, Any]:
-    """The baseline file's content: one entry per distinct fingerprint, sorted."""
-    entries: dict[str, dict[str, str]] = {}
+    """The baseline file's content: one entry per fingerprint and file, sorted."""
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
     for finding in findings:
-        if not eligible(finding, incomplete_rules) or finding.fingerprint in entries:
+        if not eligible(finding, incomplete_rules):
             continue
-        entries[finding.fingerprint] = {
+        key = (finding.fingerprint, finding.location.uri)
+        entry = entries.get(key)
+        if entry is not None:
+            entry["count"] = entry.get("count", 1) + 1
+            continue
+        entries[key] = {
             "fingerprint": finding.fingerprint,
             "ruleId": finding.rule_id,
             "uri": finding.location.uri,
@@ -97,8 +133,8 @@ def write(content: dict[str, Any], stream: TextIO) -> None:
     stream.write(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
 
-def load(path: Path) -> frozenset[str]:
-    """The fingerprints recorded in a baseline file.
+def load(path: Path) -> Recorded:
+    """The findings recorded in a baseline file.
 
     Every problem is a ``UsageError`` naming the file (and the entry), raised before
     the scan starts.
@@ -124,7 +160,7 @@ def load(path: Path) -> frozenset[str]:
     return _fingerprints_of(data, path)
 
 
-def _fingerprints_of(data: object, path: Path) -> frozenset[str]:
+def _fingerprints_of(data: object, path: Path) -> Recorded:
     if not isinstance(data, dict):
         raise UsageError(f"--baseline {path}: not a poolgate baseline (expected a JSON object)")
     version = data.get("version")
@@ -136,7 +172,7 @@ def _fingerprints_of(data: object, path: Path) -> frozenset[str]:
     entries = data.get("fingerprints")
     if not isinstance(entries, list):
         raise UsageError(f"--baseline {path}: 'fingerprints' must be a list")
-    found: set[str] = set()
+    found: Recorded = []
     for index, entry in enumerate(entries):
         value = entry.get("fingerprint") if isinstance(entry, dict) else None
         if not isinstance(value, str) or not _FINGERPRINT.match(value):
@@ -144,5 +180,9 @@ def _fingerprints_of(data: object, path: Path) -> frozenset[str]:
                 f"--baseline {path}: fingerprints[{index}] has no valid 'fingerprint' "
                 "(32 lower-case hex digits)"
             )
-        found.add(value)
-    return frozenset(found)
+        uri = entry.get("uri")
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 1_000_000:
+            raise UsageError(f"--baseline {path}: fingerprints[{index}].count must be 1 or more")
+        found.extend([(value, uri if isinstance(uri, str) else "")] * count)
+    return found

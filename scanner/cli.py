@@ -227,7 +227,7 @@ def scan(
         target = output.Destination("json", str(write_baseline))
         output.write(target, partial(baseline.write, record))
         _note(f"wrote {len(record['fingerprints'])} fingerprints to {write_baseline}")
-        known = baseline.fingerprints(report.findings, pipeline.INCOMPLETE_RULES)
+        known = baseline.recorded(report.findings, pipeline.INCOMPLETE_RULES)
     if known is not None:
         report = pipeline.apply_baseline(report, known)
     for destination in destinations:

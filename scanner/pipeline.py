@@ -299,7 +299,7 @@ def _rfc3339(moment: datetime.datetime | None) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def apply_baseline(report: Report, known: frozenset[str]) -> Report:
+def apply_baseline(report: Report, known: baseline.Recorded) -> Report:
     """``report`` without the findings a baseline already holds (after suppressions).
 
     The count of dropped findings goes to ``stats.baselined`` so every summary says it.

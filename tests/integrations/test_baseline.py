@@ -130,12 +130,13 @@ def _finding(
     outcome: Outcome = Outcome.FAIL,
     suppression: Suppression | None = None,
     ref: bool = True,
+    uri: str = "k8s/a.yaml",
 ) -> Finding:
     return Finding(
         rule_id=rule,
         level=Level.ERROR,
         message=f"{rule} on {name}",
-        location=Location("k8s/a.yaml", 3, 5, "spec.x"),
+        location=Location(uri, 3, 5, "spec.x"),
         ref=ObjectRef("apps/v1", "Deployment", "ml", name) if ref else None,
         outcome=outcome,
         suppression=suppression,
@@ -148,10 +149,10 @@ def test_rule_errors_unreadable_files_and_suppressed_findings_are_never_baseline
     unreadable = _finding(rule="PG001", ref=False)
     suppressed = _finding(name="exempt", suppression=Suppression("external", "owned by ops"))
     everything = [violation, rule_error, unreadable, suppressed]
-    known = baseline.fingerprints(everything, INCOMPLETE)
-    assert known == {violation.fingerprint}
+    known = baseline.recorded(everything, INCOMPLETE)
+    assert known == [(violation.fingerprint, "k8s/a.yaml")]
     kept, dropped = baseline.split(
-        everything, known | {f.fingerprint for f in everything}, INCOMPLETE
+        everything, known + [(f.fingerprint, f.location.uri) for f in everything], INCOMPLETE
     )
     assert kept == [rule_error, unreadable, suppressed] and dropped == 1
     entries = baseline.document(everything, "9.9", INCOMPLETE)["fingerprints"]
@@ -194,3 +195,22 @@ def test_a_missing_baseline_fails_before_scanning(tmp_path: Path) -> None:
         "poolgate: error: --baseline absent.json: no such file "
         "(create one with --write-baseline FILE)"
     )
+
+
+def test_a_second_copy_of_a_recorded_finding_is_new_and_a_moved_one_is_not() -> None:
+    """A baseline hides as many findings of a fingerprint as it recorded (found in
+    review: the same Deployment added for a second cluster's overlay was hidden with
+    the first). Those in the recorded file go first; a finding whose file changed
+    (the object moved) still takes a recorded one."""
+    us = _finding(uri="clusters/us/trainer.yaml")
+    eu = _finding(uri="clusters/eu/trainer.yaml")
+    assert us.fingerprint == eu.fingerprint
+    known = baseline.recorded([us], INCOMPLETE)
+    # eu sorts first, yet the copy in the recorded file is the one hidden.
+    assert baseline.split([eu, us], known, INCOMPLETE) == ([eu], 1)
+    assert baseline.split([eu], known, INCOMPLETE) == ([], 1)  # moved
+    twice = baseline.document([us, us, eu], "9.9", INCOMPLETE)["fingerprints"]
+    assert [(entry["uri"], entry.get("count", 1)) for entry in twice] == [
+        ("clusters/eu/trainer.yaml", 1),
+        ("clusters/us/trainer.yaml", 2),
+    ]
