@@ -2,8 +2,9 @@
 
 Every path is checked before any file is read, so a typo fails fast as a usage error
 instead of after a long scan. Inside a directory only ``.yaml``, ``.yml`` and ``.json``
-files count; hidden entries (``.git``, ``.github``) are skipped. A file named on the
-command line is read whatever its name. Files that exist but cannot be read become
+files count, a ``.json`` file only when its first 64 KiB name ``"apiVersion"`` (other
+tools' JSON is not a manifest); hidden entries (``.git``, ``.github``) are skipped. A
+file named on the command line is read whatever its name. Files that exist but cannot be read become
 ``ReadError`` data, and the scan goes on (the run then ends "incomplete").
 
 The scanned tree may come from an untrusted pull request, so a walk never follows a
@@ -216,12 +217,12 @@ def _walk(
                 if problem:
                     inventory.files += 1
                     inventory.read_errors.append(ReadError(_uri(path, repo_root), problem))
-                else:
+                elif _may_be_kubernetes(path):
                     found.append(path)
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(path)
             elif entry.is_file(follow_symlinks=False):
-                if _is_manifest(entry.name):
+                if _is_manifest(entry.name) and _may_be_kubernetes(path):
                     found.append(path)
             elif _is_manifest(entry.name):  # never opened: a pipe would block the scan
                 warning = SourceWarning(_uri(path, repo_root), SPECIAL_FILE)
@@ -232,6 +233,26 @@ def _walk(
 
 def _is_manifest(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in MANIFEST_SUFFIXES
+
+
+JSON_PEEK: Final = 64 * 1024
+"""How much of a ``.json`` file found in a walk is read to tell whether it holds a
+Kubernetes object: ``kubectl`` and the API write ``apiVersion`` first."""
+
+
+def _may_be_kubernetes(path: Path) -> bool:
+    """Whether a file found in a walk is read: YAML always (a document that is no
+    Kubernetes object is skipped as it is parsed); JSON only when its beginning names
+    ``"apiVersion"``. A repository's other JSON (a ``tsconfig.json`` with comments, a
+    14 MB ``package-lock.json``) would otherwise fail every scan of ``.`` as input that
+    could not be read. One that cannot be opened is read, to report why."""
+    if not path.name.lower().endswith(".json"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return b'"apiVersion"' in handle.read(JSON_PEEK)
+    except OSError:
+        return True
 
 
 def _link_problem(link: Path, allowed: list[Path]) -> str:

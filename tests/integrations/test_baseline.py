@@ -102,8 +102,10 @@ def test_a_baseline_hides_old_findings_through_line_moves(tmp_path: Path) -> Non
     assert json.loads(after.stdout)["summary"]["baselined"] == 50
 
     text = run_poolgate("scan", ".", "--baseline", "poolgate-baseline.json", cwd=repo)
+    # Six files: the five manifests and the new one; the baseline's own JSON names no
+    # apiVersion, so the walk does not read it as a manifest.
     assert text.stdout.rstrip().endswith(
-        "1 finding (1 error) in 7 files, 26 objects; 50 findings in the baseline hidden"
+        "1 finding (1 error) in 6 files, 26 objects; 50 findings in the baseline hidden"
     )
 
 

@@ -97,6 +97,25 @@ def test_directory_walk_reads_manifests_only_in_sorted_order(repo: Path) -> None
     assert inventory.read_errors == [] and inventory.invalid == []
 
 
+def test_a_walk_reads_json_only_when_it_names_an_api_version(repo: Path) -> None:
+    """Other tools' JSON in a repository is no manifest: a tsconfig.json with comments
+    was PG001 and a large package-lock.json a read error, so the Action's default scan
+    of ``.`` failed ordinary repositories (found in review). Named on the command
+    line, a file is read whatever it holds."""
+    write(repo, "web/tsconfig.json", '{\n  // comment\n  "compilerOptions": {},\n}\n')
+    write(repo, "web/package-lock.json", '{"name": "web", "packages": {}}' + " " * 2048)
+    write(repo, "k8s/list.json", '{"apiVersion": "v1", "kind": "List", "items": []}')
+    write(repo, "k8s/broken.json", '{"apiVersion": "v1", "kind": ')
+
+    inventory = load_paths([str(repo)], repo, max_file_size=1024)
+    assert inventory.files == 2
+    assert [document.origin.uri for document in inventory.invalid] == ["k8s/broken.json"]
+    assert inventory.read_errors == []
+
+    named = load_paths([str(repo / "web" / "tsconfig.json")], repo)
+    assert [document.rule_id for document in named.invalid] == ["PG001"]
+
+
 def test_a_named_file_is_read_whatever_its_extension(repo: Path) -> None:
     path = write(repo, "rendered.txt", manifest("named"))
     inventory = load_paths([str(path)], repo)
