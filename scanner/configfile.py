@@ -23,7 +23,7 @@ import os
 import re
 import textwrap
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -108,7 +108,33 @@ def resolve(paths: Sequence[str], explicit: str | Path | None = None) -> LoadedC
         return load(path)
     start = Path.cwd() if not paths or paths[0] == "-" else Path(paths[0])
     found = discover(start)
-    return load(found) if found is not None else LoadedConfig(Config())
+    loaded = load(found) if found is not None else LoadedConfig(Config())
+    others = _other_configs(paths[1:], found)
+    if others:
+        used = display_path(found) if found is not None else "the built-in defaults"
+        named = ", ".join(display_path(other) if other else "no file" for other in others)
+        warning = (
+            f"the paths scanned fall under different configs ({named} besides {used}): "
+            f"{used} applies to all of them; give --config, or scan each tree on its own"
+        )
+        loaded = replace(loaded, warnings=(*loaded.warnings, warning))
+    return loaded
+
+
+def _other_configs(paths: Sequence[str], found: Path | None) -> list[Path | None]:
+    """The configs other than ``found`` that ``paths`` would each discover, in order
+    (one discovery per directory: pre-commit passes thousands of files)."""
+    others: list[Path | None] = []
+    seen: dict[Path, Path | None] = {}
+    for path in paths:
+        start = Path.cwd() if path == "-" else Path(os.path.abspath(path))
+        directory = start if start.is_dir() else start.parent
+        if directory not in seen:
+            seen[directory] = discover(directory)
+        config = seen[directory]
+        if config != found and config not in others:
+            others.append(config)
+    return others
 
 
 def load(path: Path) -> LoadedConfig:

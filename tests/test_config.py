@@ -363,3 +363,22 @@ def test_rule_directories_must_stay_inside_the_repository(tmp_path: Path, entry:
     message = str(caught.value)
     assert "spec.ruleDirs[1]" in message and "outside the repository" in message
     assert "spec.ruleDirs[0]" not in message
+
+
+def test_paths_under_different_configs_are_warned_about(tmp_path: Path) -> None:
+    """The config is the one found from the first path; a second path that another
+    config governs (pre-commit passing two teams' files) would be judged by the
+    first team's exemptions without a word (found in review)."""
+    (tmp_path / ".git").mkdir()
+    a = write(tmp_path / "teams" / "a" / ".poolgate.yaml", HEADER + "spec: {}\n")
+    for name in ("teams/a/x.yaml", "teams/a/z.yaml", "teams/b/y.yaml", "teams/c/w.yaml"):
+        write(tmp_path / name, "kind: ConfigMap\n")
+    same = configfile.resolve([str(tmp_path / "teams/a/x.yaml"), str(tmp_path / "teams/a/z.yaml")])
+    assert same.path == a and same.warnings == ()
+    mixed = configfile.resolve(
+        [str(tmp_path / name) for name in ("teams/a/x.yaml", "teams/b/y.yaml", "teams/c/w.yaml")]
+    )
+    assert mixed.path == a
+    [warning] = mixed.warnings
+    assert "fall under different configs (no file besides" in warning
+    assert "applies to all of them; give --config" in warning
