@@ -104,7 +104,9 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
                 _NONE,
             ),
             **_each(
-                "sharing migStrategy renameShared advertises replicas oneShare", _DEVICE_PLUGIN
+                "sharing migStrategy renameShared advertises replicas oneShare "
+                "devicePluginDisabled",
+                _DEVICE_PLUGIN,
             ),
             "identity": frozenset({"EC2NodeClass"}),
         },

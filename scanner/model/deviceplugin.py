@@ -41,6 +41,10 @@ class Setup:
     config_name: str
     default_key: str
     mig_strategy: str
+    plugin_enabled: bool = True
+    """``spec.devicePlugin.enabled`` is not false: with NVIDIA's DRA driver the GPU
+    Operator runs without the device plugin, and GPUs are published as
+    ResourceSlices, not as allocatable ``nvidia.com/gpu``."""
 
 
 def cluster_setup(index: ObjectIndex) -> Setup:
@@ -51,12 +55,14 @@ def cluster_setup(index: ObjectIndex) -> Setup:
         return Setup(None, "", "", "")
     policy = policies[0]
     spec = as_mapping(policy.body.get("spec"))
-    config = as_mapping(as_mapping(spec.get("devicePlugin")).get("config"))
+    plugin = as_mapping(spec.get("devicePlugin"))
+    config = as_mapping(plugin.get("config"))
     return Setup(
         policy,
         _text(config.get("name")),
         _text(config.get("default")),
         _text(as_mapping(spec.get("mig")).get("strategy")),
+        plugin_enabled=plugin.get("enabled") is not False,
     )
 
 

@@ -49,6 +49,9 @@ _NOT_A_PROFILE = ("all-disabled", "all-enabled", "all-balanced")
 KARPENTER_NODEPOOL = ("NodePool", "karpenter.sh/")
 GKE_NODEPOOL = ("ContainerNodePool", "container.cnrm.cloud.google.com/")
 GKE_NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
+DEVICE_PLUGIN_DEPLOY_LABEL: Final = "nvidia.com/gpu.deploy.device-plugin"
+"""The GPU Operator deploys an operand on a node unless its ``nvidia.com/gpu.deploy.<operand>``
+label is ``false``."""
 CAPI_MACHINEDEPLOYMENT = ("MachineDeployment", "cluster.x-k8s.io/")
 
 
@@ -115,6 +118,11 @@ def _node(
     # A GKE node (its node pool label says so): GKE runs the ExtendedResourceToleration
     # admission plugin, which tolerates its nvidia.com/gpu taint for GPU pods.
     facts["gke"] = GKE_NODEPOOL_LABEL in labels
+    # No device plugin meant to run here: the ClusterPolicy turns it off (NVIDIA's DRA
+    # driver publishes the GPUs instead), or the GPU Operator's per-node operand label.
+    facts["devicePluginDisabled"] = not setup.plugin_enabled or (
+        labels.get(DEVICE_PLUGIN_DEPLOY_LABEL) == ["false"]
+    )
     if facts["statusKnown"]:
         facts["advertises"] = sorted(name for name, count in allocatable.items() if count > 0)
     facts["gpuCount"] = max(_whole_gpus(facts, observed or {}), facts["gpuCount"])
