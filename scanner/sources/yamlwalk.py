@@ -310,12 +310,14 @@ def _to_float(text: str) -> float | str:
 def _to_text_from_binary(text: str) -> str:
     """``!!binary``: Kubernetes' YAML decoder (go-yaml) turns the base64 text into the
     string it encodes, so a rule must see that string too (yamlnotes warns about it).
-    Like Go's decoder, line breaks are ignored; text that is not base64 stays as it is."""
+    Like Go's decoder, line breaks are ignored; text that is not base64 stays as it is.
+    A NUL in the decoded text becomes U+FFFD, as a NUL escape does (yamlnotes): cel-cpp
+    would end the string there, and a guard in Python would not."""
     try:
         data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
     except (binascii.Error, ValueError):
         return text
-    return data.decode("utf-8", "replace")
+    return data.decode("utf-8", "replace").replace("\x00", "\ufffd")
 
 
 _CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {

@@ -76,12 +76,15 @@ def test_binary_values_are_decoded_as_kubernetes_decodes_them() -> None:
             aGVs
             bG8=
           broken: !!binary not-base64!
+          nul: !!binary bnZpZGlhAHg=
         """
     )
     inventory = parse_stream(text, "b.yaml")
     obj = inventory.objects[0]
     assert obj.namespace == "kube-system"
-    assert obj.body["data"] == {"block": "hello", "broken": "not-base64!"}
+    # The NUL decoded from base64 becomes U+FFFD, as a "\0" escape does (found in
+    # review: cel-cpp ended "nvidia\0x" at the NUL, so PG103 saw "nvidia").
+    assert obj.body["data"] == {"block": "hello", "broken": "not-base64!", "nul": "nvidia\ufffdx"}
     assert inventory.warnings[0] == SourceWarning(
         "b.yaml", "!!binary value decoded from base64, as Kubernetes decodes it", 5, 14
     )
