@@ -38,3 +38,28 @@ def replaced(value: Any) -> Any:
     if isinstance(value, dict):
         return {replaced(key): replaced(item) for key, item in value.items()}
     return value
+
+
+_PAIR: Final = re.compile(
+    r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+)
+"""A UTF-16 surrogate pair spelled with escapes (``\\ud83d\\ude00``), after an even
+number of backslashes (an odd one escapes the first backslash of ``\\u``)."""
+
+
+def joined_pairs(json_text: str) -> str:
+    """JSON text with each surrogate pair escape written as the character it spells.
+
+    JSON spells a character outside the Basic Multilingual Plane as two ``\\u``
+    escapes (what ``json.dumps`` writes for an emoji); the YAML parser that reads JSON
+    manifests (for positions) refuses surrogate escapes one by one. Only for JSON:
+    in YAML a single-quoted ``'\\ud83d'`` is six plain characters. A column after
+    such an escape on its line moves left by the escape's length, less one."""
+    if "\\u" not in json_text:
+        return json_text
+    return _PAIR.sub(_joined, json_text)
+
+
+def _joined(match: re.Match[str]) -> str:
+    high, low = int(match.group(2), 16), int(match.group(3), 16)
+    return match.group(1) + chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))

@@ -37,6 +37,7 @@ from scanner.inventory import (
     Position,
     SourceWarning,
 )
+from scanner.sources import surrogates
 from scanner.sources.yamllimits import (
     TOO_DEEP,
     TOO_LARGE,
@@ -140,6 +141,8 @@ def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
     """
     inventory = Inventory()
     text = text.removeprefix("\ufeff")
+    if uri.lower().endswith(".json"):
+        text = surrogates.joined_pairs(text)  # "\ud83d\ude00", as json.dumps writes 😀
     failures: list[_Failure] = []
     with collector_paused():
         for index, root in _compose(text, failures):

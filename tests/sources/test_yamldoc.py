@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import math
 import subprocess
 import sys
@@ -623,6 +624,25 @@ def test_control_character_is_pg001_at_its_position() -> None:
 def test_lone_surrogate_is_pg001() -> None:
     invalid = only_invalid(parse_stream("apiVersion: v1\nkind: \ud800\n", "x.yaml"))
     assert (invalid.rule_id, invalid.line, invalid.column) == ("PG001", 2, 7)
+
+
+def test_json_surrogate_pair_escapes_read_as_the_character_they_spell() -> None:
+    """``json.dumps`` writes 😀 as ``\\ud83d\\ude00``, valid JSON the YAML parser
+    refused escape by escape (found in review: PG001 and exit 3 for a valid manifest).
+    Only in JSON: an escaped backslash before ``u`` is text, and a lone surrogate
+    escape stays an error."""
+    manifest = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "smile", "annotations": {"a": "😀", "b": "\\ud83d\\ude00"}},
+        }
+    )
+    assert "\\ud83d\\ude00" in manifest
+    [obj] = parse_stream(manifest, "k8s/smile.json").objects
+    assert obj.metadata["annotations"] == {"a": "😀", "b": "\\ud83d\\ude00"}
+    lone = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "\ud83d"}})
+    assert only_invalid(parse_stream(lone, "k8s/lone.json")).rule_id == "PG001"
 
 
 def _billion_laughs() -> str:
