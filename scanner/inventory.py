@@ -228,6 +228,9 @@ class ReadError:
 
     uri: str
     message: str
+    line: int = 0
+    """Where in the file, when the problem has a place (the first byte that is not
+    UTF-8); 0 for the whole file. Annotations and SARIF regions point there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,7 +216,8 @@ def _evaluate_model(
     findings.extend(evaluation.findings)
     ruleset.engine.save_cache()  # programs the evaluation compiled (bound rules, guards)
     notifications = [
-        Notification(Level.ERROR, error.message, uri=error.uri) for error in inventory.read_errors
+        Notification(Level.ERROR, error.message, uri=error.uri, line=error.line)
+        for error in inventory.read_errors
     ]
     notifications += [
         Notification(Level.WARNING, note.message, note.uri, note.line, note.column)

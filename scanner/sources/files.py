@@ -38,7 +38,12 @@ SPECIAL_FILE: Final = "not a regular file (a named pipe, socket or device); skip
 
 
 class _Unreadable(Exception):
-    """A found input that cannot be read; its message goes into a ``ReadError``."""
+    """A found input that cannot be read; its message (and line, when it has one) go
+    into a ``ReadError``."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def find_repo_root(start: Path) -> Path:
@@ -135,7 +140,7 @@ def _load_file(path: Path, uri: str, max_file_size: int, inventory: Inventory) -
     try:
         text = _read(path, max_file_size)
     except _Unreadable as error:
-        inventory.read_errors.append(ReadError(uri, str(error)))
+        inventory.read_errors.append(ReadError(uri, str(error), error.line))
         return
     inventory.extend(parse_stream(text, uri))
 
@@ -184,7 +189,7 @@ def _read(path: Path, max_file_size: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise _Unreadable(_not_utf8(error, data)) from error
+        raise _Unreadable(_not_utf8(error, data), data.count(b"\n", 0, error.start) + 1) from error
 
 
 def _walk(

@@ -205,8 +205,10 @@ def test_permission_error_is_a_read_error(repo: Path, monkeypatch: pytest.Monkey
 def test_invalid_utf8_is_a_read_error(repo: Path) -> None:
     (repo / "latin1.yaml").write_bytes(b"apiVersion: v1\nkind: ConfigMap # caf\xe9\n")
     inventory = load_paths([str(repo / "latin1.yaml")], repo)
+    # The line goes with it, so an annotation or a SARIF region points there (found in
+    # review: read errors attached to the whole file).
     assert inventory.read_errors == [
-        ReadError("latin1.yaml", "not valid UTF-8 at line 2 (byte offset 36); skipped")
+        ReadError("latin1.yaml", "not valid UTF-8 at line 2 (byte offset 36); skipped", 2)
     ]
     assert inventory.objects == [] and inventory.files == 1
 
