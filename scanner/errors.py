@@ -8,15 +8,22 @@ from __future__ import annotations
 import re
 from typing import Final
 
-_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0 and C1 controls, DEL, the line and paragraph separators, the bidi controls that
+# can reorder text (overrides, isolates, marks) and the invisible characters that can
+# make two names look alike (zero-width space and joiners, word joiner, BOM).
+_UNSAFE: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]"
+)
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters and line breaks escaped (``\\n``, ``\\x1b``).
-    Problems quote keys, values and paths from files a pull request wrote: a line
-    break there must not start a line of poolgate's own output, where a CI runner
-    reads ``::error ...`` as a command (GitHub Actions does, on stdout and stderr)."""
-    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
+    """``text`` with control characters, line breaks and invisible or reordering
+    characters escaped (``\\n``, ``\\x1b``). Problems quote keys, values and paths
+    from files a pull request wrote: a line break there must not start a line of
+    poolgate's own output, where a CI runner reads ``::error ...`` as a command
+    (GitHub Actions does, on stdout and stderr). Reports for people escape the same
+    way (``scanner.reporters.text.safe``)."""
+    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class PoolgateError(Exception):

@@ -9,6 +9,7 @@ here and never per object.
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -151,13 +152,17 @@ def _load_file(
     validated: _Validated,
 ) -> Rule | None:
     try:
-        if not path.is_file():  # a FIFO would block, a device never end
+        status = path.lstat()  # one call for a plain file: rules load on every run
+        linked = stat.S_ISLNK(status.st_mode)
+        if linked:
+            status = path.stat()
+        if not stat.S_ISREG(status.st_mode):  # a FIFO would block, a device never end
             problems.append(f"{path}: not a regular file")
             return None
-        if not path.resolve().is_relative_to(path.parent.resolve()):
+        if linked and not path.resolve().is_relative_to(path.parent.resolve()):
             problems.append(f"{path}: a symbolic link out of its rule directory")
             return None
-        if path.stat().st_size > MAX_RULE_FILE_SIZE:
+        if status.st_size > MAX_RULE_FILE_SIZE:
             problems.append(f"{path}: larger than {MAX_RULE_FILE_SIZE // 1024} KiB")
             return None
         text = path.read_text(encoding="utf-8")

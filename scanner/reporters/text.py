@@ -18,9 +18,9 @@ control characters in messages are escaped before they reach a terminal.
 
 from __future__ import annotations
 
-import re
 from typing import TextIO
 
+from scanner.errors import printable
 from scanner.findings import Finding, Notification, Outcome
 from scanner.reporters import Report
 from scanner.reporters.tally import summary_line, tally
@@ -34,13 +34,6 @@ _STYLES = {
     "header": "\x1b[1m",  # bold
     "suppressed": "\x1b[2m",  # dim
 }
-
-# C0 and C1 controls, DEL, the line and paragraph separators, the bidi controls that
-# can reorder text (overrides, isolates, marks) and the invisible characters that can
-# make two names look alike (zero-width space and joiners, word joiner, BOM).
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]"
-)
 
 
 def write(report: Report, stream: TextIO) -> None:
@@ -116,4 +109,4 @@ class _Paint:
 def safe(text: str) -> str:
     r"""Show control characters as escapes (ESC becomes ``\x1b``): they must not drive a
     tty, nor disguise what a report says. Every reporter of text for people uses it."""
-    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+    return printable(text)

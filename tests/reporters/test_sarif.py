@@ -318,17 +318,23 @@ def test_results_written_in_batches_make_the_log_build_log_describes(
     )
 
 
-_JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=20,
+def _json_values(scalars: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Any JSON value built from ``scalars``: nested lists and maps, empty ones too."""
+    return st.recursive(
+        scalars,
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+
+_RESULT_SCALARS = (
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
 )
+"""What a SARIF result holds: no floats (``_result`` builds it from strings and ints)."""
+_JSON_VALUES = _json_values(_RESULT_SCALARS | st.floats(allow_nan=True, allow_infinity=True))
 
 
 @settings(max_examples=400, deadline=None)
@@ -342,13 +348,7 @@ def test_results_are_encoded_exactly_as_json_dumps_indents(value: Any) -> None:
     assert sarif._dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
 
 
-_RESULT_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=20,
-)
+_RESULT_VALUES = _json_values(_RESULT_SCALARS)
 
 
 @settings(max_examples=400, deadline=None)
