@@ -432,7 +432,10 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
 
     ``nodeSelector`` pins one value. Required node-affinity terms are ORed, so a key
     counts only when every term pins it with operator ``In``; ``Exists``, ``NotIn``
-    and preferred terms do not select anything.
+    and preferred terms do not select anything. What must hold together narrows the
+    values, as the scheduler does: ``nodeSelector`` and node affinity, and the
+    expressions of one term. A key whose values narrow to none stays, with none: no
+    node can carry it.
     """
     selected: dict[str, list[str]] = {}
     terms = _required_terms(pod_spec)
@@ -447,7 +450,7 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     if is_mapping(node_selector):
         for key, value in node_selector.items():
             if isinstance(key, str):
-                selected[key] = [_scalar_text(value)]
+                selected[key] = _narrowed(selected.get(key), [_scalar_text(value)])
     return selected
 
 
@@ -469,8 +472,14 @@ def _term_in_values(term: Mapping[str, Any]) -> dict[str, list[str]]:
             continue
         key = expression.get("key")
         if isinstance(key, str):
-            pinned[key] = [_scalar_text(v) for v in _list(expression.get("values"))]
+            values = [_scalar_text(v) for v in _list(expression.get("values"))]
+            pinned[key] = _narrowed(pinned.get(key), values)
     return pinned
+
+
+def _narrowed(allowed: list[str] | None, values: list[str]) -> list[str]:
+    """The values of ``values`` that ``allowed`` (None: no constraint yet) also allows."""
+    return values if allowed is None else [value for value in allowed if value in values]
 
 
 def _list(value: object) -> list[Any]:

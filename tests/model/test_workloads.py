@@ -8,6 +8,17 @@ from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.workloads import GPU_RESOURCE, build_workloads, selected_labels
 
 
+def _required(expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Node affinity with one required term of ``expressions``."""
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
+    }
+
+
 def obj(body: dict[str, Any]) -> KubeObject:
     return KubeObject(body, Origin("test.yaml"), LineMap({}))
 
@@ -225,6 +236,37 @@ def test_missing_pod_spec_is_silently_not_a_workload() -> None:
             {},
         ),
         ({"nodeSelector": "garbage", "affinity": ["garbage"]}, {}),
+        # nodeSelector and node affinity must both hold: the values narrow.
+        (
+            {
+                "nodeSelector": {"sku": "h100"},
+                "affinity": _required(
+                    [{"key": "sku", "operator": "In", "values": ["a100", "h100"]}]
+                ),
+            },
+            {"sku": ["h100"]},
+        ),
+        (
+            {
+                "nodeSelector": {"sku": "l4"},
+                "affinity": _required(
+                    [{"key": "sku", "operator": "In", "values": ["a100", "h100"]}]
+                ),
+            },
+            {"sku": []},
+        ),
+        # The expressions of one term are ANDed.
+        (
+            {
+                "affinity": _required(
+                    [
+                        {"key": "sku", "operator": "In", "values": ["a100", "h100"]},
+                        {"key": "sku", "operator": "In", "values": ["h100", "l4"]},
+                    ]
+                )
+            },
+            {"sku": ["h100"]},
+        ),
     ],
 )
 def test_selected_labels(spec: dict[str, Any], expected: dict[str, list[str]]) -> None:
