@@ -142,6 +142,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
         "failLine": 0,
         "sharingLine": line,
         "migStrategy": "",
+        "migStrategySource": "",
         "resources": [],
     }
     if not isinstance(text, str):
@@ -171,6 +172,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     entry["version"] = _text(body.get("version"))
     flags = as_mapping(body.get("flags"))
     entry["migStrategy"] = _text(flags.get("migStrategy"))
+    entry["migStrategySource"] = "config" if entry["migStrategy"] else ""
     sharing = as_mapping(body.get("sharing"))
     entry["sharingLine"] = at(positions, "sharing") or line
     time_slicing = sharing.get("timeSlicing")
@@ -218,10 +220,17 @@ def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
     """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
     ``resources``: every sharing resource of every valid entry, with its entry's key."""
     data = as_mapping(obj.body.get("data"))
+    referenced = bool(setup.config_name) and obj.name == setup.config_name
     entries = []
     for key in sorted(data):
         path = join_path("data", key)
-        entries.append(parse_entry(key, data[key], "data", obj.position(path)[0]))
+        entry = parse_entry(key, data[key], "data", obj.position(path)[0])
+        if referenced and setup.plugin_enabled and setup.mig_strategy and entry["valid"]:
+            # The operator runs the plugin with MIG_STRATEGY from ClusterPolicy, which
+            # the plugin takes over flags.migStrategy (flag, environment, file).
+            entry["migStrategy"] = setup.mig_strategy
+            entry["migStrategySource"] = "ClusterPolicy"
+        entries.append(entry)
     return {
         "name": obj.name,
         "namespace": obj.namespace,
@@ -233,7 +242,7 @@ def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
             if entry["valid"]
             for resource in entry["resources"]
         ],
-        "referenced": bool(setup.config_name) and obj.name == setup.config_name,
+        "referenced": referenced,
         "defaultKey": setup.default_key if obj.name == setup.config_name else "",
         "entries": entries,
         "keys": sorted(data),

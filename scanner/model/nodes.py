@@ -372,9 +372,14 @@ def _common(
         shared = "mps" if gke_sharing == "mps" else "time-slicing"
     elif entry is not None and entry.get("mode") in ("time-slicing", "mps"):
         shared = str(entry["mode"])
+    # The GPU Operator passes ClusterPolicy's strategy to the plugin it runs as
+    # MIG_STRATEGY, which the plugin takes over its config file's flags.migStrategy
+    # (its precedence: flag, environment, file). A plugin the operator does not run
+    # (devicePlugin disabled) follows its config file.
     mig_strategy = (
         ("mixed" if observed_mig else "")  # only the mixed strategy advertises mig-*
         or mig_label
+        or (setup.mig_strategy if setup.plugin_enabled else "")
         or (str(entry.get("migStrategy", "")) if entry else "")
         or setup.mig_strategy
     )

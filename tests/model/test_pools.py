@@ -318,3 +318,29 @@ def test_a_live_node_with_every_gpu_split_offers_no_whole_gpu() -> None:
     four = next(w.facts for w in model.workloads if w.obj.name == "four")
     assert four["targets"][0]["perNode"] == {"nvidia.com/gpu": 1}
     assert four["diagnosis"] == "asks for 4 GPUs in one container; the largest node has 1"
+
+
+def test_cluster_policy_mig_strategy_overrides_the_plugin_config_file() -> None:
+    """The GPU Operator passes ClusterPolicy ``spec.mig.strategy`` to the device plugin
+    as ``MIG_STRATEGY``, and the plugin takes a flag or environment variable over its
+    config file's ``flags.migStrategy``. Without the operator's plugin (devicePlugin
+    disabled) the config file decides."""
+    config_map = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu-operator}\n"
+        "data:\n  a100: |\n    version: v1\n    flags:\n      migStrategy: single\n"
+    )
+    mig_node = node("a100", "{pool: p, nvidia.com/mig.config: all-1g.10gb}")
+
+    def policy(plugin: str) -> str:
+        return (
+            "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\n"
+            "spec:\n  mig: {strategy: mixed}\n"
+            f"  devicePlugin: {{{plugin}config: {{name: dp, default: a100}}}}\n"
+        )
+
+    facts = node_facts(model_of(policy(""), config_map, mig_node), "a100")
+    assert facts["migStrategy"] == "mixed"
+    assert facts["advertises"] == ["nvidia.com/mig-1g.10gb"]
+    facts = node_facts(model_of(policy("enabled: false, "), config_map, mig_node), "a100")
+    assert facts["migStrategy"] == "single"
+    assert facts["advertises"] == ["nvidia.com/gpu"]
