@@ -86,7 +86,7 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
             "ns": _NS_WHOLE,
             "trustDomain": frozenset({"Namespace"}),
             "poolsKnown": _POOL_KINDS,
-            **_each("runningNode runningShared targets diagnosis", _TENANTS),
+            **_each("runningNode runningShared targets nonGpuMatches diagnosis", _TENANTS),
             "serviceAccount": frozenset({"ServiceAccount"}),
             "runtimeClass": frozenset({"RuntimeClass"}),
             "signaturePoliciesKnown": _SIGNATURES,

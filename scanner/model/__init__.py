@@ -26,6 +26,7 @@ from scanner.model.pools import (
     attach_running,
     attach_targets,
     build_pools,
+    other_nodes,
 )
 from scanner.model.rbac import rbac_facts
 from scanner.model.workloads import Join, Workload, build_workloads
@@ -138,7 +139,7 @@ def build_model(
     # The joins that need a workload's template facts; deferred workloads run them
     # in this order when they complete.
     later += [
-        attach_targets(workloads, pools, config, domains),
+        attach_targets(workloads, pools, config, domains, other_nodes(nodes)),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),

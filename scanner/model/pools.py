@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from scanner.config import Config
 from scanner.inventory import KubeObject, is_mapping
@@ -77,16 +77,36 @@ def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
     return Pool(members[0][0], facts, tuple(members))
 
 
+def other_nodes(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
+    """The Nodes and declarations not known to have GPUs, grouped as pools are (a
+    declaration alone, Nodes by pool label, unpooled Nodes together): what a GPU
+    workload that selects no GPU pool may select instead (``nonGpuMatches``)."""
+    grouped: dict[tuple[str, str], list[tuple[KubeObject, dict[str, Any]]]] = {}
+    for obj, facts in nodes:
+        if not facts["gpu"]:
+            if facts["source"] == "declaration":
+                key = ("declaration", f"{obj.kind}/{obj.name}")
+            else:
+                key = ("pool", str(facts["pool"]))
+            grouped.setdefault(key, []).append((obj, facts))
+    return [
+        Pool(members[0][0], {"name": name, "declaration": kind == "declaration"}, tuple(members))
+        for (kind, name), members in sorted(grouped.items())
+    ]
+
+
 def attach_targets(
     workloads: Sequence[Workload],
     pools: Sequence[Pool],
     config: Config,
     trust_domain: Mapping[str, str],
+    others: Sequence[Pool] = (),
 ) -> Join:
-    """Give every workload its ``targets`` (none unless it is a GPU workload) and
-    ``diagnosis``, and every pool its ``tenants``; a deferred workload gets them from
-    the join returned, when it completes. A controlled workload counts as its
-    controller, so is no tenant.
+    """Give every workload its ``targets`` (none unless it is a GPU workload),
+    ``nonGpuMatches`` and ``diagnosis``, and every pool its ``tenants``; a deferred
+    workload gets them from the join returned, when it completes. ``others``
+    (``other_nodes``): where a GPU workload that selects no GPU pool lands instead.
+    A controlled workload counts as its controller, so is no tenant.
 
     ``trust_domain`` maps namespace -> trust domain ("platform" for operator namespaces,
     which are not tenants) for the namespaces whose labels are known; a workload in
@@ -97,7 +117,7 @@ def attach_targets(
     distinct member classes — members that look the same to the labels the selection
     names — rather than node by node.
     """
-    targeting = _Targeting(pools, config, trust_domain)
+    targeting = _Targeting(pools, config, trust_domain, others)
     complete = []
     for workload in workloads:
         if workload.deferred is None:
@@ -150,10 +170,17 @@ class _Targeting:
     """
 
     def __init__(
-        self, pools: Sequence[Pool], config: Config, trust_domain: Mapping[str, str]
+        self,
+        pools: Sequence[Pool],
+        config: Config,
+        trust_domain: Mapping[str, str],
+        others: Sequence[Pool] = (),
     ) -> None:
         self.known = bool(pools)
         self.indexes = [_PoolIndex(pool) for pool in pools]
+        self.others = [_PoolIndex(group) for group in others]
+        self.elsewhere: dict[str, list[str]] = {}
+        """Selection key -> ``nonGpuMatches`` of a selection that reaches no GPU pool."""
         self.config = config
         self.trust_domain = trust_domain
         self.computed: dict[str, list[dict[str, Any]]] = {}
@@ -166,9 +193,11 @@ class _Targeting:
         facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
 
     def target(self, facts: dict[str, Any]) -> None:
-        """Set ``poolsKnown``, ``trustDomain`` and ``targets`` on one workload's facts."""
+        """Set ``poolsKnown``, ``trustDomain``, ``targets`` and ``nonGpuMatches`` on one
+        workload's facts."""
         self.place(facts)
         facts["targets"] = []
+        facts["nonGpuMatches"] = []
         if not facts["gpu"] or not self.known:
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
@@ -187,6 +216,26 @@ class _Targeting:
             if self.finished:
                 self._pool_facts(targets)
         facts["targets"] = targets
+        if not targets:
+            facts["nonGpuMatches"] = self._elsewhere(facts["podSpec"], key)
+
+    def _elsewhere(self, pod_spec: Mapping[str, Any], key: str) -> list[str]:
+        """The nodes not known to have GPUs that a selection reaching no GPU pool
+        matches, taints aside: ``pool <name>``, ``Kind/name`` of a declaration, or
+        ``Node/name`` of the first unpooled Node (sorted, at most ``_NAMED``)."""
+        found = self.elsewhere.get(key)
+        if found is None:
+            keys = _selection_keys(pod_spec)
+            found = []
+            for index in self.others:
+                group = index.pool.facts
+                declaration = bool(group["declaration"])
+                for obj, member in index.classes(keys):
+                    if selects(pod_spec, member["labels"], declaration=declaration):
+                        found.append(_group_name(group, obj))
+                        break
+            found = self.elsewhere[key] = sorted(found)[:_NAMED]
+        return found
 
     def finish(self) -> None:
         """The pools' tenants are known: give every target its pool's sharing facts."""
@@ -199,6 +248,17 @@ class _Targeting:
             pool_facts = self.pools[target["pool"]]
             target["trustDomains"] = pool_facts["trustDomains"]
             target["shared"] = pool_facts["shared"]
+
+
+def _group_name(group: Mapping[str, Any], obj: KubeObject) -> str:
+    """How ``nonGpuMatches`` names a group of ``other_nodes`` through its member ``obj``."""
+    if group["declaration"]:
+        return str(group["name"])
+    return f"pool {group['name']}" if group["name"] else f"{obj.kind}/{obj.name}"
+
+
+_NAMED: Final = 5
+"""At most this many ``nonGpuMatches`` are named."""
 
 
 class _PoolIndex:

@@ -344,3 +344,31 @@ def test_cluster_policy_mig_strategy_overrides_the_plugin_config_file() -> None:
     facts = node_facts(model_of(policy("enabled: false, "), config_map, mig_node), "a100")
     assert facts["migStrategy"] == "single"
     assert facts["advertises"] == ["nvidia.com/gpu"]
+
+
+def test_a_selection_reaching_no_gpu_pool_names_the_nodes_it_matches() -> None:
+    """``nonGpuMatches``: where a GPU workload that selects no GPU pool would land,
+    taints aside (PG105 names them): pools by label, declarations by name, unpooled
+    Nodes by name; nothing when the selection matches no node at all."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: ml}}\n"
+        "spec:\n  template:\n    spec:\n      nodeSelector: {selector}\n"
+        "      containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]\n"
+    )
+    model = model_of(
+        node("gpu-1", '{pool: gpu, nvidia.com/gpu.present: "true"}'),
+        node("cpu-1", "{pool: general, tier: batch}"),
+        node("cpu-2", "{pool: general, tier: batch}"),
+        node("loose", "{tier: batch}"),
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: spot}\n"
+        "spec:\n  template:\n    metadata:\n      labels: {tier: batch}\n",
+        deployment.format(name="batch", selector="{tier: batch}"),
+        deployment.format(name="gpu", selector="{pool: gpu}"),
+        deployment.format(name="nowhere", selector="{pool: b200}"),
+    )
+    matches = {w.obj.name: w.facts["nonGpuMatches"] for w in model.workloads}
+    assert matches == {
+        "batch": ["Node/loose", "NodePool/spot", "pool general"],
+        "gpu": [],
+        "nowhere": [],
+    }
