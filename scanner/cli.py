@@ -41,7 +41,7 @@ def _file_size(text: str) -> int:
     number = text.strip().rstrip("iBb").rstrip()
     scale = {"k": 1024, "m": 1024**2, "g": 1024**3}.get(number[-1:].lower(), 1)
     digits = number[:-1] if scale > 1 else number
-    if not digits.strip().isdigit() or int(digits) < 1:
+    if not digits.strip().isdecimal() or not digits.strip().isascii() or int(digits) < 1:
         raise click.BadParameter(f"{text!r} is not a size such as 10MiB, 512KiB or 1048576")
     if int(digits) * scale > LARGEST_FILE_SIZE_LIMIT:
         raise click.BadParameter(f"{text!r} is more than the largest limit, 1GiB")
@@ -205,6 +205,8 @@ def scan(
     from scanner.sources.rendered import RenderOptions
 
     destinations = output.pair(formats, outputs, _default_format())
+    output.check_apart(destinations, "--baseline", baseline_file)
+    output.check_apart(destinations, "--write-baseline", write_baseline)
     known = baseline.load(baseline_file) if baseline_file is not None else None
     if write_baseline is not None:
         output.check_writable(write_baseline, "--write-baseline")
@@ -569,9 +571,9 @@ def config_group() -> None:
 
 
 @config_group.command("init")
-@click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
+@click.argument("path", required=False, default=".", type=click.Path())
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-def config_init(path: Path, force: bool) -> int:
+def config_init(path: str, force: bool) -> int:
     """Write a commented .poolgate.yaml holding the defaults (PATH: file or directory)."""
     from scanner import configfile, output
 

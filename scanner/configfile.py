@@ -432,8 +432,12 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def init_target(path: Path, force: bool) -> Path:
-    """Where ``poolgate config init PATH`` writes: ``PATH/.poolgate.yaml`` for a directory."""
+def init_target(argument: str, force: bool) -> Path:
+    """Where ``poolgate config init PATH`` writes: ``PATH/.poolgate.yaml`` for a directory
+    (one named with a trailing slash must exist: it is never taken for a file name)."""
+    path = Path(argument)
+    if argument.endswith(("/", os.sep)) and not path.is_dir():
+        raise UsageError(f"{argument}: no such directory")
     target = path / CONFIG_FILE_NAME if path.is_dir() else path
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it")

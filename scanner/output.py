@@ -65,6 +65,19 @@ def pair(formats: Sequence[str], outputs: Sequence[str], default_format: str) ->
     return destinations
 
 
+def check_apart(destinations: Sequence[Destination], option: str, path: Path | None) -> None:
+    """Fail when ``option``'s file (a baseline) is also a report's ``--output``: the
+    report would silently replace it."""
+    if path is None:
+        return
+    resolved = path.resolve()
+    for destination in destinations:
+        if not destination.is_stdout and Path(destination.path).resolve() == resolved:
+            raise UsageError(
+                f"{option} {path} is also an --output", hint="write the report to another file"
+            )
+
+
 def check_writable(path: Path, option: str = "--output") -> None:
     """Fail before scanning when ``path`` cannot be written; ``option`` names it in messages.
 

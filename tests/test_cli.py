@@ -329,6 +329,34 @@ def test_a_max_file_size_over_the_largest_limit_is_a_usage_error(tmp_path: Path)
     assert poolgate("scan", "ok.yaml", "--max-file-size", "1GiB", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.parametrize("size", ["²", "1²K", "٣MiB"])
+def test_a_max_file_size_with_other_digits_is_a_usage_error(tmp_path: Path, size: str) -> None:
+    """``str.isdigit`` accepts superscripts, which ``int`` refuses: no traceback."""
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", "--max-file-size", size, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"poolgate: error: Invalid value for '--max-file-size': "
+        f"'{size}' is not a size such as 10MiB, 512KiB or 1048576\n"
+    )
+
+
+@pytest.mark.parametrize("option", ["--baseline", "--write-baseline"])
+def test_a_baseline_that_is_also_an_output_is_a_usage_error(tmp_path: Path, option: str) -> None:
+    """The report would silently replace the baseline (and the next run would fail)."""
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    assert poolgate("scan", "ok.yaml", "--write-baseline", "b.json", cwd=tmp_path).returncode == 0
+    before = (tmp_path / "b.json").read_text()
+    result = poolgate(
+        "scan", "ok.yaml", option, "b.json", "--format", "json", "-o", "./b.json", cwd=tmp_path
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"poolgate: error: {option} b.json is also an --output (write the report to another file)\n"
+    )
+    assert (tmp_path / "b.json").read_text() == before
+
+
 def test_an_unwritable_write_baseline_is_named_by_its_own_option(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(CLEAN)
     result = poolgate("scan", "ok.yaml", "--write-baseline", "nodir/b.json", cwd=tmp_path)

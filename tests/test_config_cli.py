@@ -161,6 +161,17 @@ def test_scan_with_a_broken_config_fails_before_scanning(tmp_path: Path) -> None
     )
 
 
+def test_init_into_a_directory_named_with_a_slash_that_does_not_exist(tmp_path: Path) -> None:
+    """``newdir/`` names a directory: it is not taken for a file called ``newdir``."""
+    result = poolgate("config", "init", "newdir/", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "poolgate: error: newdir/: no such directory\n"
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "newdir").mkdir()
+    assert poolgate("config", "init", "newdir/", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "newdir" / ".poolgate.yaml").is_file()
+
+
 def test_init_into_a_read_only_directory_is_one_error_line(tmp_path: Path) -> None:
     if reason := mounts.unavailable():
         pytest.skip(reason)

@@ -8,7 +8,9 @@ then one per notification, then a plain summary line for the log. Levels map to
 ``error``/``warning``/``notice``. Values are escaped as the Actions runner
 unescapes them (``%``, CR and LF in the message; also ``:`` and ``,`` in
 properties), which also keeps text from an untrusted manifest from starting a
-command of its own on a new line.
+command of its own on a new line. Control characters (an ESC sequence in a
+manifest's name) are shown as escapes first, as in the text report
+(``scanner.reporters.text.safe``): the log renders ANSI sequences.
 
 Only repository files get ``file=``: a ``cluster://`` or ``<stdin>`` location
 has no file in the checkout, so its URI goes into the message instead. GitHub
@@ -23,6 +25,7 @@ from typing import TextIO
 from scanner.findings import Finding, Level, Notification, Outcome
 from scanner.reporters import Report
 from scanner.reporters.tally import summary_line, tally
+from scanner.reporters.text import safe
 
 _COMMANDS = {Level.ERROR: "error", Level.WARNING: "warning", Level.NOTE: "notice"}
 
@@ -86,8 +89,8 @@ def _command(name: str, uri: str, line: int, column: int, title: str, message: s
     elif uri:
         message = f"{uri}: {message}"
     properties.append(("title", title))
-    rendered = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
-    return f"::{name} {rendered}::{escape_data(message)}"
+    rendered = ",".join(f"{key}={escape_property(safe(value))}" for key, value in properties)
+    return f"::{name} {rendered}::{escape_data(safe(message))}"
 
 
 def _is_repository_file(uri: str) -> bool:

@@ -57,6 +57,23 @@ def test_untrusted_text_cannot_start_a_second_command(
     lines = render(make_report(findings=(hostile,), notifications=()), "github").splitlines()
     assert lines[0] == (
         "::warning file=k8s/a%2Cb%3Ac.yaml,line=2,col=3,title=PG301 privileged-outside-operator"
-        "::image x%0A::error::forged"
+        "::image x\\n::error::forged"
     )
     assert len(lines) == 2
+
+
+def test_control_characters_from_manifests_are_shown_as_escapes(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    """The Actions log renders ANSI sequences: an ESC from a manifest's name must not
+    reach it raw, as in the text report."""
+    hostile = Finding(
+        rule_id="PG301",
+        level=Level.WARNING,
+        message="GPU Deployment tr\x01ain in namespace ml\x1b[2J",
+        location=Location("k8s/a.yaml", 2, 3),
+        ref=None,
+    )
+    line = render(make_report(findings=(hostile,), notifications=()), "github").splitlines()[0]
+    assert line.endswith("::GPU Deployment tr\\x01ain in namespace ml\\x1b[2J")
+    assert "\x1b" not in line and "\x01" not in line
