@@ -18,7 +18,7 @@ import click
 
 from scanner import __version__, lifetime
 from scanner.cel import ENGINE_NAMES
-from scanner.errors import PoolgateError
+from scanner.errors import PoolgateError, UsageError, printable
 from scanner.reporters import FORMATS
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED = (
@@ -658,6 +658,28 @@ def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
     return load_rules([bundled_rules_dir(), *rule_dirs], get_engine(cel_engine))
 
 
+def _refuse_files_named_as_options(args: Sequence[str]) -> None:
+    """Refuse a ``scan`` argument before ``--`` that starts with ``-`` and names an
+    existing file.
+
+    pre-commit appends the staged file names to the hook's command, and a pull request
+    chooses them: a file called ``--fail-on=never.yaml`` or ``--config=x.yaml`` would
+    be read as an option and make the hook pass. Reading it as a path instead would
+    let a file named like the user's own option (``--fail-on=warning``) silently drop
+    that option. Either way the run fails here, closed; ``./NAME`` or ``-- NAME``
+    names such a file."""
+    if not args or args[0] != "scan":
+        return
+    for arg in args[1:]:
+        if arg == "--":
+            return
+        if arg.startswith("-") and arg != "-" and os.path.lexists(arg):
+            raise UsageError(
+                f"argument {printable(arg)!r} names a file but would be read as an option",
+                hint=f"rename the file, or name it as ./{printable(arg)} or after --",
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point: run the CLI and exit with its code, never with a traceback
     for a user mistake.
@@ -678,8 +700,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        result = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        _refuse_files_named_as_options(args)
+        result = cli.main(args=args, standalone_mode=False)
     except PoolgateError as error:
         _error(str(error))
         return error.exit_code

@@ -32,6 +32,17 @@ def join_path(parent: str, key: str | int) -> str:
     return f"{parent}['{quoted}']"
 
 
+def path_uri(text: str) -> str:
+    """A file path as poolgate writes it in a URI: bytes of a name that is not UTF-8
+    (which Python keeps as lone surrogates) shown as ``\\xNN``, so every report can
+    encode it. The file is still read through its real path."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where a document came from.

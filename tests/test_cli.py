@@ -380,3 +380,18 @@ def test_a_closed_standard_output_is_one_error_line(tmp_path: Path) -> None:
     result = poolgate("scan", "ok.yaml", cwd=tmp_path, preexec=lambda: os.close(1))
     assert result.returncode == 2, result.stderr
     assert result.stderr == "poolgate: error: cannot write standard output: it is closed\n"
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "json", "text", "github", "html", "junit"])
+def test_a_file_name_that_is_not_utf8_is_scanned_and_reported(tmp_path: Path, fmt: str) -> None:
+    """A pull request may add one; every report but JUnit crashed encoding its URI
+    (exit 4, no SARIF uploaded). The name's bytes are shown as \\xNN."""
+    (tmp_path / ".git").mkdir()
+    name = os.fsdecode(b"bad\xff.yaml")
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / name).write_text(PRIVILEGED)
+    result = poolgate("scan", "k8s", "--format", fmt, "-o", f"report.{fmt}", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (1, "")
+    report = (tmp_path / f"report.{fmt}").read_text(encoding="utf-8")
+    shown = {"sarif": "bad%5Cxff.yaml", "json": "bad\\\\xff.yaml"}.get(fmt, "bad\\xff.yaml")
+    assert shown in report

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
 from scanner.errors import UsageError
-from scanner.inventory import Inventory, ReadError, SourceWarning
+from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import parallel
-from scanner.sources.rendered import enclosing_root, render_kind
+from scanner.sources.rendered import enclosing_root, render_kind, repository_of
 from scanner.sources.yamldoc import collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
@@ -46,19 +46,16 @@ class _Unreadable(Exception):
         self.line = line
 
 
-def find_repo_root(start: Path) -> Path:
-    """The nearest directory at or above ``start`` holding ``.git``; else the working directory.
+def find_repo_root(start: Path, default: Path | None = None) -> Path:
+    """The nearest directory at or above ``start`` holding ``.git``; else ``default``,
+    the working directory unless given.
 
-    ``.git`` may be a directory or, in worktrees and submodules, a file. No ``git``
-    subprocess: a pre-commit hook must start fast, and git may not be installed.
+    Symbolic links in a scanned path must not leave the repository the path belongs
+    to (``find_repo_root(path, repo_root)``): a checkout scanned from its parent
+    directory (``actions/checkout`` with ``path: src``) is its own repository, not the
+    working directory around it.
     """
-    here = Path(os.path.abspath(start))
-    if not here.is_dir():
-        here = here.parent
-    for candidate in (here, *here.parents):
-        if os.path.lexists(candidate / ".git"):
-            return candidate
-    return Path.cwd()
+    return repository_of(start, default if default is not None else Path.cwd())
 
 
 def load_paths(
@@ -196,7 +193,7 @@ def _walk(
     top: Path, repo_root: Path, inventory: Inventory, render_roots: list[Path] | None = None
 ) -> list[Path]:
     """Manifest files under ``top`` in a stable order (sorted by path components)."""
-    allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(repo_root))]
+    allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(find_repo_root(top, repo_root)))]
     found: list[Path] = []
     pending = [top]
     while pending:
@@ -284,7 +281,8 @@ def _named_link_problem(path: Path, repo_root: Path) -> str:
     A path outside the repository is the user's own choice: ``poolgate scan
     <(helm template chart)`` names ``/dev/fd/63``, a link to a pipe.
     """
-    roots = [repo_root, Path(os.path.realpath(repo_root))]
+    checkout = find_repo_root(path, repo_root)
+    roots = [checkout, Path(os.path.realpath(checkout))]
     if not _inside(path, roots) or _inside(Path(os.path.realpath(path)), roots[1:]):
         return ""
     return "symbolic link points outside the repository; skipped"
@@ -296,9 +294,9 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
 
 def _uri(path: Path, repo_root: Path) -> str:
     try:
-        return path.relative_to(repo_root).as_posix()
+        return path_uri(path.relative_to(repo_root).as_posix())
     except ValueError:
-        return path.as_posix()
+        return path_uri(path.as_posix())
 
 
 def _too_large(limit: int) -> str:

@@ -45,11 +45,12 @@ from scanner.sources.rendered import (
     not_installed,
     remap,
     repo_uri,
+    repository_of,
     run_tool,
     scratch_dir,
     which,
 )
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yamldoc import parse_plain, parse_stream
 
 INSTALL_URL: Final = "https://kubectl.docs.kubernetes.io/installation/kustomize/"
 SOURCE_TYPE: Final = "kustomize"
@@ -72,6 +73,14 @@ def render(directory: Path, repo_root: Path, options: RenderOptions) -> Inventor
         where = repo_uri(escaped, repo_root)
         message = f"Kustomization not rendered: symbolic link {where} points outside the repository"
         return Inventory(read_errors=[ReadError(uri, message)])
+    outside = reference_outside(directory, repo_root)
+    if outside is not None:
+        kustomization, entry = outside
+        message = (
+            f"Kustomization not rendered: {repo_uri(kustomization, repo_root)} refers to "
+            f"{json.dumps(entry)}, outside the repository"
+        )
+        return Inventory(read_errors=[ReadError(uri, message)])
     with scratch_dir() as scratch:
         real_scratch = os.path.realpath(scratch)
         wrapper = Path(real_scratch, WRAPPER_DIR)
@@ -91,6 +100,63 @@ def render(directory: Path, repo_root: Path, options: RenderOptions) -> Inventor
             message = f"Kustomization not rendered: kustomize build failed: {error}"
             return Inventory(read_errors=[ReadError(uri, message)])
     return map_output(text, wrapper, directory, repo_root)
+
+
+REFERENCE_KEYS: Final = ("resources", "bases", "components")
+"""Kustomization fields naming other directories (or files) that are built in."""
+
+_REMOTE: Final = ("github.com/", "gitlab.com/", "bitbucket.org/", "git@", "gh:")
+_KUSTOMIZATION_LIMIT: Final = 1024 * 1024
+
+
+def reference_outside(directory: Path, repo_root: Path) -> tuple[Path, str] | None:
+    """A local resource, base or component of the kustomization in ``directory``, or of
+    one it builds in (recursively), that lies outside the repository: the file naming
+    it and the entry as written. Kustomize keeps files a kustomization loads under its
+    own directory, but follows ``../`` to other kustomizations anywhere, and a pull
+    request must not build files of the machine into the scan. Remote bases (URLs) are
+    left to kustomize; an unreadable kustomization to its error."""
+    root = Path(os.path.realpath(repository_of(directory, repo_root)))
+    pending = [Path(os.path.realpath(directory))]
+    seen: set[Path] = set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        file = _kustomization_file(current)
+        entries = _references(file) if file != current else []
+        for entry in entries:
+            if "://" in entry or entry.startswith(_REMOTE):
+                continue
+            target = Path(os.path.realpath(current / entry))
+            if target != root and root not in target.parents:
+                return file, entry
+            if target.is_dir():
+                pending.append(target)
+    return None
+
+
+def _references(file: Path) -> list[str]:
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(_KUSTOMIZATION_LIMIT + 1)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if len(data) > _KUSTOMIZATION_LIMIT:
+        return []
+    documents, _ = parse_plain(text)  # as manifests are read: no tag honoured, bounded
+    document = documents[0][0] if documents else None
+    if not isinstance(document, Mapping):
+        return []
+    return [
+        entry
+        for key in REFERENCE_KEYS
+        if isinstance(document.get(key), list)
+        for entry in document[key]
+        if isinstance(entry, str) and entry
+    ]
 
 
 def wrapper_kustomization(directory: Path, wrapper: Path) -> str:

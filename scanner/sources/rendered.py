@@ -25,7 +25,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from scanner.inventory import InvalidDocument, Inventory, KubeObject, LineMap, Origin, ReadError
+from scanner.inventory import (
+    InvalidDocument,
+    Inventory,
+    KubeObject,
+    LineMap,
+    Origin,
+    ReadError,
+    path_uri,
+)
 
 HELM: Final = "helm"
 KUSTOMIZE: Final = "kustomize"
@@ -130,10 +138,10 @@ def repo_uri(path: Path, repo_root: Path) -> str:
         (Path(os.path.realpath(path)), Path(os.path.realpath(repo_root))),
     ):
         try:
-            return candidate.relative_to(root).as_posix()
+            return path_uri(candidate.relative_to(root).as_posix())
         except ValueError:
             continue
-    return absolute.as_posix()
+    return path_uri(absolute.as_posix())
 
 
 def not_installed(uri: str, what: str, tools: str, install_url: str) -> ReadError:
@@ -229,13 +237,25 @@ def scratch_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="poolgate-render-")
 
 
-def link_escapes(top: Path, allowed: Path) -> Path | None:
-    """A symbolic link under ``top`` whose target is outside ``allowed``, if any.
+def repository_of(path: Path, default: Path) -> Path:
+    """The nearest directory at or above ``path`` holding ``.git`` (a directory or, in
+    worktrees and submodules, a file); else ``default``. No ``git`` subprocess: a
+    pre-commit hook must start fast, and git may not be installed."""
+    here = Path(os.path.abspath(path))
+    for candidate in (here, *here.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return default
+
+
+def link_escapes(top: Path, repo_root: Path) -> Path | None:
+    """A symbolic link under ``top`` whose target is outside the repository ``top``
+    belongs to (``repository_of``), if any.
 
     Renderers follow links; a link in an untrusted pull request must not pull
     files of the machine (credentials, keys) into rendered output.
     """
-    allowed_real = Path(os.path.realpath(allowed))
+    allowed_real = Path(os.path.realpath(repository_of(top, repo_root)))
     for directory, subdirectories, files in os.walk(top, followlinks=False):
         for name in (*subdirectories, *files):
             path = Path(directory, name)

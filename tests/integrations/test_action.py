@@ -289,3 +289,24 @@ def test_python_files_in_the_pull_request_are_never_imported(tmp_path: Path) -> 
     assert status == 1, logs
     assert runner.outputs["scan"]["exit-code"] == "1"
     assert runner.outputs["scan"]["findings"] != "0"
+
+
+def test_paths_named_like_options_are_paths(tmp_path: Path) -> None:
+    """``paths`` may list files a pull request named (found in review: a path
+    ``--write-baseline=bl.json`` was read as an option and the scan passed over a
+    privileged Deployment). Paths now follow ``--``: that one is a path, which does
+    not exist, so the run fails as a usage error and writes no baseline."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(
+        workspace, scratch, {"paths": "k8s/ --write-baseline=bl.json", "upload": "false"}
+    )
+    assert runner.run() == 2
+    assert runner.outputs["scan"]["exit-code"] == "2"
+    assert "--write-baseline=bl.json: no such file or directory" in runner.logs["scan"].stderr
+    assert not (workspace / "bl.json").exists()
+    (workspace / "--fail-on=never").write_text(PRIVILEGED)  # an existing file is scanned
+    runner = Runner(workspace, scratch, {"paths": "k8s/ --fail-on=never", "upload": "false"})
+    assert runner.run() == 1
+    assert runner.outputs["scan"]["exit-code"] == "1"

@@ -154,3 +154,41 @@ def test_real_build_failure_is_one_line(tmp_path: Path) -> None:
         "poolgate: error: app: Kustomization not rendered: kustomize build failed: "
     )
     assert "missing.yaml" in lines[0]
+
+
+def test_a_base_outside_the_repository_is_not_built(tmp_path: Path) -> None:
+    """Found in review: kustomize keeps the files a kustomization loads under its own
+    directory but follows ``../`` to other kustomizations anywhere, so a pull request
+    could build files of the machine into the scan (here two levels up, through a base
+    inside the repository). The kustomization is not rendered; nothing is run."""
+    outside = tmp_path / "secretdir"
+    outside.mkdir()
+    (outside / "kustomization.yaml").write_text("resources: [ns.yaml]\n")
+    (outside / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: leaked}\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "base").mkdir()
+    (repo / "base" / "kustomization.yaml").write_text("resources:\n  - ../../secretdir\n")
+    (repo / "app").mkdir()
+    (repo / "app" / "kustomization.yaml").write_text(
+        "resources:\n  - https://github.com/acme/remote//base?ref=v1\n  - ../base\n"
+    )
+    bin_dir = tmp_path / "bin"
+    fake_tool(bin_dir, "kustomize", RECORDING_KUSTOMIZE)
+    log = tmp_path / "log"
+    env = clean_env(PATH=str(bin_dir), FAKE_LOG=str(log))
+    result = run_poolgate("scan", "app", "--format", "json", cwd=repo, env=env)
+    assert result.returncode == 3, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["notifications"] == [
+        {
+            "level": "error",
+            "message": "Kustomization not rendered: base/kustomization.yaml refers to "
+            '"../../secretdir", outside the repository',
+            "uri": "app",
+            "line": None,
+            "column": None,
+            "ruleId": None,
+        }
+    ]
+    assert not log.exists()  # kustomize never ran

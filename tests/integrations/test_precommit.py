@@ -87,7 +87,7 @@ def user_repo(tmp_path: Path) -> Iterator[Path]:
 def _try_repo(
     hook_repo: Path, wheelhouse: Path, user_repo: Path, home: Path, *files: str
 ) -> subprocess.CompletedProcess[str]:
-    git("add", *files, cwd=user_repo)
+    git("add", "--", *files, cwd=user_repo)
     env = clean_env(
         PRE_COMMIT_HOME=str(home),
         PIP_NO_INDEX="1",
@@ -98,7 +98,8 @@ def _try_repo(
     env.pop("PYTHONPATH", None)  # the hook must run the poolgate it installed
     assert PRE_COMMIT is not None
     return subprocess.run(
-        [PRE_COMMIT, "try-repo", str(hook_repo), "poolgate", "--verbose", "--files", *files],
+        # --all-files (every tracked file, as CI runs it): --files refuses names like options.
+        [PRE_COMMIT, "try-repo", str(hook_repo), "poolgate", "--verbose", "--all-files"],
         cwd=user_repo,
         env=env,
         capture_output=True,
@@ -131,3 +132,21 @@ def test_a_clean_deployment_and_other_yaml_pass(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
     assert "no findings in 2 files, 1 object" in result.stdout
+
+
+def test_a_staged_file_named_like_an_option_fails_the_hook(
+    hook_repo: Path, wheelhouse: Path, user_repo: Path, tmp_path: Path
+) -> None:
+    """pre-commit appends staged file names to the command, and a pull request picks
+    them: ``--write-baseline=bl.yaml`` was read as an option (found in review: the hook
+    passed over a privileged Pod, writing a baseline that hid it). It now fails closed."""
+    (user_repo / "deploy.yaml").write_text(PRIVILEGED)
+    (user_repo / "--write-baseline=bl.yaml").write_text(PRIVILEGED)
+    files = ("deploy.yaml", "--write-baseline=bl.yaml")
+    result = _try_repo(hook_repo, wheelhouse, user_repo, tmp_path / "home", *files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "- exit code: 2" in result.stdout
+    assert "argument '--write-baseline=bl.yaml' names a file but would be read as an option" in (
+        result.stdout
+    )
+    assert not (user_repo / "bl.yaml").exists()

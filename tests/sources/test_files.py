@@ -283,6 +283,24 @@ def test_symlinked_file_outside_the_scanned_tree_is_not_read(
     ]
 
 
+def test_links_do_not_leave_a_checkout_scanned_from_its_parent(tmp_path: Path) -> None:
+    """Found in review: run from a directory that is no repository (a workspace holding
+    the checkout in ``src/``), the working directory counted as the repository, so a
+    link in the checkout to a file beside it was read. The checkout is the repository."""
+    workspace = tmp_path / "workspace"
+    (workspace / "src" / ".git").mkdir(parents=True)
+    secret = write(workspace, "home/secret.yaml", manifest("secret"))
+    write(workspace, "src/k8s/a.yaml", manifest("a"))
+    (workspace / "src" / "k8s" / "link.yaml").symlink_to(secret)
+    walked = load_paths([str(workspace / "src")], workspace)
+    named = load_paths([str(workspace / "src" / "k8s" / "link.yaml")], workspace)
+    assert names(walked) == ["a"] and names(named) == []
+    assert [error.message for error in walked.read_errors + named.read_errors] == [
+        "symbolic link points outside the scanned directory; skipped",
+        "symbolic link points outside the repository; skipped",
+    ]
+
+
 def test_a_symlink_to_a_directory_is_not_followed_whatever_its_name(repo: Path) -> None:
     write(repo, "k8s/sub/a.yaml", manifest("a"))
     (repo / "k8s" / "conf.d.yaml").symlink_to(repo / "k8s" / "sub", target_is_directory=True)
