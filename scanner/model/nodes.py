@@ -242,7 +242,10 @@ def _declaration(
         ]
         taints_path = "spec.nodeConfig.taint"
         labels_path = "spec.nodeConfig.labels"
-        extra["cloud.google.com/gke-nodepool"] = [obj.name]
+        # Config Connector names the GKE node pool spec.resourceID when set.
+        resource_id = spec.get("resourceID")
+        pool_name = resource_id if isinstance(resource_id, str) and resource_id else obj.name
+        extra["cloud.google.com/gke-nodepool"] = [pool_name]
         accelerators = [as_mapping(a) for a in _list(node_config.get("guestAccelerator"))]
         if accelerators:
             gpu = True
@@ -400,7 +403,8 @@ def _common(
     # Replicas per GPU of a time-sliced or MPS node: GFD's label, else the largest
     # the device-plugin config gives a whole-GPU resource, else GKE's clients per GPU
     # (0: unknown). One container may take one replica only under MPS (the device
-    # plugin forces failRequestsGreaterThanOne) or when the config sets that flag.
+    # plugin forces failRequestsGreaterThanOne), when the config sets that flag, or on
+    # GKE's shared GPUs.
     if shared and not replicas and entry is not None:
         replicas = max(
             (r["replicas"] for r in entry["resources"] if r["name"] in ("gpu", "nvidia.com/gpu")),
@@ -408,7 +412,13 @@ def _common(
         )
     if shared and not replicas:
         replicas = positive_count(first("cloud.google.com/gke-max-shared-clients-per-gpu"))
-    one_share = shared == "mps" or bool(entry and entry.get("failRequestsGreaterThanOne"))
+    # GKE refuses more than one nvidia.com/gpu per container on a shared GPU node,
+    # time-sharing or MPS ("at most 1 nvidia.com/gpu can be requested on GPU nodes").
+    one_share = (
+        shared == "mps"
+        or bool(gke_sharing)
+        or bool(entry and entry.get("failRequestsGreaterThanOne"))
+    )
     # renameByDefault renames time-sliced and MPS replicas alike (<name>.shared).
     rename = bool(entry and entry.get("renameByDefault")) and shared in ("time-slicing", "mps")
     return {
