@@ -124,6 +124,7 @@ def build_model(
         (obj, deviceplugin.config_facts(obj, setup))
         for obj in deviceplugin.config_maps(index, setup)
     ]
+    setup = deviceplugin.with_fallback(setup, [facts for _, facts in sharing_configs])
     entries = deviceplugin.entries_by_key([facts for _, facts in sharing_configs], setup)
     nodes = build_nodes(index, config, setup, entries)
     pools = build_pools(nodes)

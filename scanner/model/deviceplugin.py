@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
@@ -257,8 +257,24 @@ def entries_by_key(
     Without a ClusterPolicy in scope, a single device-plugin ConfigMap is taken as the
     one in use (Helm installs of the plugin); with several, none is assumed.
     """
-    chosen = [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
-    return {entry["key"]: entry for config in chosen for entry in config["entries"]}
+    return {entry["key"]: entry for config in _in_use(configs) for entry in config["entries"]}
+
+
+def with_fallback(setup: Setup, configs: Sequence[Mapping[str, Any]]) -> Setup:
+    """``setup`` with the key a node without the ``nvidia.com/device-plugin.config``
+    label uses. ClusterPolicy names it (``devicePlugin.config.default``). The plugin's
+    Helm chart, without ``config.default``, runs its config manager with the fallback
+    strategies ``named`` then ``single``: the key ``default``, else the only key. The
+    GPU Operator's plugin has no fallback, so with a ClusterPolicy nothing changes."""
+    if setup.policy is not None or setup.default_key:
+        return setup
+    keys = sorted({entry["key"] for config in _in_use(configs) for entry in config["entries"]})
+    key = "default" if "default" in keys else keys[0] if len(keys) == 1 else ""
+    return replace(setup, default_key=key) if key else setup
+
+
+def _in_use(configs: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    return [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
 
 
 def known_resource(name: str) -> bool:

@@ -372,3 +372,40 @@ def test_a_selection_reaching_no_gpu_pool_names_the_nodes_it_matches() -> None:
         "gpu": [],
         "nowhere": [],
     }
+
+
+def test_a_helm_plugin_config_applies_its_fallback_key_to_unlabelled_nodes() -> None:
+    """The device plugin's Helm chart runs its config manager with the fallback
+    strategies ``named`` then ``single``: a node without the
+    ``nvidia.com/device-plugin.config`` label uses the key ``default``, else the only
+    key (found in review: the pool was taken as exclusive, so PG106 refused
+    ``nvidia.com/gpu.shared`` and PG201 never ran). The GPU Operator's plugin has no
+    fallback: with a ClusterPolicy naming no default, nothing is assumed."""
+    time_slicing = (
+        "version: v1\n    sharing:\n      timeSlicing:\n        renameByDefault: true\n"
+        "        resources: [{name: nvidia.com/gpu, replicas: 4}]\n"
+    )
+
+    def config_map(*keys: str) -> str:
+        data = "".join(f"  {key}: |\n    {time_slicing}" for key in keys)
+        return (
+            "apiVersion: v1\nkind: ConfigMap\n"
+            "metadata: {name: nvdp-configs, namespace: nvidia-device-plugin}\n"
+            f"data:\n{data}"
+        )
+
+    gpu_node = node("l4", '{pool: p, nvidia.com/gpu.present: "true"}')
+    for keys in (("default", "other"), ("only",)):
+        facts = node_facts(model_of(config_map(*keys), gpu_node), "l4")
+        assert (facts["sharing"], facts["advertises"]) == (
+            "time-slicing",
+            ["nvidia.com/gpu.shared"],
+        ), keys
+    facts = node_facts(model_of(config_map("a", "b"), gpu_node), "l4")
+    assert facts["sharing"] == "exclusive"  # two keys, none named default: no fallback
+    policy = (
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\n"
+        "spec:\n  devicePlugin: {config: {name: nvdp-configs}}\n"
+    )
+    facts = node_facts(model_of(policy, config_map("default"), gpu_node), "l4")
+    assert facts["sharing"] == "exclusive"
