@@ -156,7 +156,11 @@ def build_model(
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
-            "rbac": rbac_facts(index, config),
+            "rbac": rbac_facts(
+                index,
+                config,
+                deviceplugin.stack_config_maps(setup, [obj for obj, _ in sharing_configs]),
+            ),
         },
         namespaces=namespaces.subjects,
         cluster_subject=(

@@ -66,6 +66,26 @@ def cluster_setup(index: ObjectIndex) -> Setup:
     )
 
 
+MIG_CONFIG_MAPS: Final = ("default-mig-parted-config", "default-gpu-clients")
+"""The GPU Operator's MIG manager ConfigMaps (layouts, GPU clients), unless ClusterPolicy
+``spec.migManager`` names others."""
+
+
+def stack_config_maps(setup: Setup, configs: Sequence[KubeObject]) -> frozenset[str]:
+    """Names of the ConfigMaps that steer the device stack: the device-plugin configs in
+    scope and the one ClusterPolicy names, and the MIG manager's configs."""
+    names = {obj.name for obj in configs} | set(MIG_CONFIG_MAPS)
+    if setup.config_name:
+        names.add(setup.config_name)
+    if setup.policy is not None:
+        manager = as_mapping(as_mapping(setup.policy.body.get("spec")).get("migManager"))
+        for key in ("config", "gpuClientsConfig"):
+            name = as_mapping(manager.get(key)).get("name")
+            if isinstance(name, str) and name:
+                names.add(name)
+    return frozenset(names)
+
+
 def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
     """ConfigMaps that hold device-plugin configs: the one ClusterPolicy names, and any
     ConfigMap with a value shaped as one (``_looks_like_config``: Helm installs of the

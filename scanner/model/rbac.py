@@ -27,7 +27,7 @@ scope; any other role that is not in scope writes nothing poolgate can prove.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from scanner.config import Config
@@ -37,6 +37,9 @@ from scanner.model.namespaces import namespace_of
 from scanner.model.selectors import label_selector_matches
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
+NAMED_WRITE_VERBS = frozenset({"update", "patch", "delete", "*"})
+"""The write verbs a rule limited by ``resourceNames`` can grant (a create or a
+deletecollection request names no object)."""
 GUARDED: tuple[tuple[str, str], ...] = (
     ("", "configmaps"),
     ("nvidia.com", "clusterpolicies"),
@@ -56,8 +59,13 @@ EVERYONE = frozenset(
 )
 
 
-def rbac_facts(index: ObjectIndex, config: Config) -> dict[str, Any]:
-    """``cluster.rbac`` (see the module docstring)."""
+def rbac_facts(
+    index: ObjectIndex, config: Config, stack_config_maps: Collection[str] = ()
+) -> dict[str, Any]:
+    """``cluster.rbac`` (see the module docstring). ``stack_config_maps``: names of the
+    ConfigMaps that steer the device stack (device-plugin and MIG configs), one of which
+    a rule limited by ``resourceNames`` must name to count as writing ConfigMaps."""
+    named = frozenset(stack_config_maps)
     cluster_roles = {obj.name: obj for obj in index.kind("ClusterRole") if obj.name}
     platform = {*config.operator_namespaces, *config.system_namespaces}
     bindings: dict[str, Any] = {}
@@ -74,7 +82,11 @@ def rbac_facts(index: ObjectIndex, config: Config) -> dict[str, Any]:
             if kind == "ClusterRole"
             else index.get("Role", obj.namespace, name)
         )
-        writes = _writes(role_obj, cluster_roles) if role_obj is not None else _builtin(kind, name)
+        writes = (
+            _writes(role_obj, cluster_roles, named)
+            if role_obj is not None
+            else _builtin(kind, name)
+        )
         bindings[obj.ref.logical_name] = _grant(
             obj, "operator-namespace", f"{kind}/{name}", writes, namespace, platform
         )
@@ -84,7 +96,9 @@ def rbac_facts(index: ObjectIndex, config: Config) -> dict[str, Any]:
             continue
         name = role[1]
         role_obj = cluster_roles.get(name)
-        writes = _writes(role_obj, cluster_roles) if role_obj is not None else _builtin(*role)
+        writes = (
+            _writes(role_obj, cluster_roles, named) if role_obj is not None else _builtin(*role)
+        )
         if writes:
             bindings[obj.ref.logical_name] = _grant(
                 obj, "cluster-write", f"ClusterRole/{name}", writes, "", platform
@@ -106,7 +120,9 @@ def _builtin(kind: str, name: str) -> list[str]:
     return list(BUILTIN_WRITES.get(name, ())) if kind == "ClusterRole" else []
 
 
-def _writes(role: KubeObject, cluster_roles: Mapping[str, KubeObject]) -> list[str]:
+def _writes(
+    role: KubeObject, cluster_roles: Mapping[str, KubeObject], named: Collection[str]
+) -> list[str]:
     """The guarded resources ``role``'s rules (and aggregated roles' rules) can write."""
     rules = list(_rules(role))
     aggregation = role.body.get("aggregationRule")
@@ -122,7 +138,7 @@ def _writes(role: KubeObject, cluster_roles: Mapping[str, KubeObject]) -> list[s
     return [
         resource
         for group, resource in GUARDED
-        if any(_rule_writes(rule, group, resource) for rule in rules)
+        if any(_rule_writes(rule, group, resource, named) for rule in rules)
     ]
 
 
@@ -131,14 +147,25 @@ def _rules(role: KubeObject) -> Iterable[Mapping[str, Any]]:
     return [rule for rule in rules if isinstance(rule, Mapping)] if isinstance(rules, list) else []
 
 
-def _rule_writes(rule: Mapping[str, Any], group: str, resource: str) -> bool:
+def _rule_writes(
+    rule: Mapping[str, Any], group: str, resource: str, named: Collection[str]
+) -> bool:
+    """Whether one PolicyRule lets its holder write ``resource``. With ``resourceNames``
+    it covers only the objects named, and never ``create`` or ``deletecollection``
+    (requests without a name); for ConfigMaps it counts only when it names a device-stack
+    config (``named``): a leader-election lock is not one. A named Node or ClusterPolicy
+    still steers the stack."""
     groups = _strings(rule.get("apiGroups"))
     resources = _strings(rule.get("resources"))
     verbs = _strings(rule.get("verbs"))
+    names = _strings(rule.get("resourceNames"))
+    if names and resource == "configmaps" and not any(name in named for name in names):
+        return False
+    writing = NAMED_WRITE_VERBS if names else WRITE_VERBS
     return (
         ("*" in groups or group in groups)
         and ("*" in resources or resource in resources)
-        and any(verb in WRITE_VERBS for verb in verbs)
+        and any(verb in writing for verb in verbs)
     )
 
 
