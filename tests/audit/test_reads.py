@@ -106,7 +106,17 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
         ("workload.containers.all(c, c.image != '')", set()),
         ("node.taints.size() > 0", set()),
         ("node.identity.broadScopes", {"EC2NodeClass"}),
-        ("cluster.rbac.writers", {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}),
+        (
+            "cluster.rbac.writers",
+            {
+                "Role",
+                "RoleBinding",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "ClusterPolicy",
+                "ConfigMap",
+            },
+        ),
         ("'workload.serviceAccount'", set()),  # only text
     ],
 )
