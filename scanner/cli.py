@@ -19,6 +19,7 @@ import click
 from scanner import __version__, lifetime
 from scanner.cel import ENGINE_NAMES
 from scanner.errors import PoolgateError, UsageError, printable
+from scanner.findings import INCOMPLETE_RULES
 from scanner.reporters import FORMATS
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED = (
@@ -225,11 +226,11 @@ def scan(
         paths, ruleset, context=context, render=render, max_file_size=max_file_size
     )
     if write_baseline is not None:
-        record = baseline.document(report.findings, __version__, pipeline.INCOMPLETE_RULES)
+        record = baseline.document(report.findings, __version__, INCOMPLETE_RULES)
         target = output.Destination("json", str(write_baseline))
         output.write(target, partial(baseline.write, record))
         _note(f"wrote {len(record['fingerprints'])} fingerprints to {write_baseline}")
-        known = baseline.recorded(report.findings, pipeline.INCOMPLETE_RULES)
+        known = baseline.recorded(report.findings, INCOMPLETE_RULES)
     if known is not None:
         report = pipeline.apply_baseline(report, known)
     for destination in destinations:

@@ -11,8 +11,12 @@ import enum
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from scanner.inventory import ObjectRef
+
+INCOMPLETE_RULES: Final = frozenset({"PG001"})
+"""Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
 
 
 class Level(enum.IntEnum):

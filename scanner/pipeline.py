@@ -20,7 +20,14 @@ from scanner.cel import Engine, get_engine
 from scanner.config import Config
 from scanner.engine import HelperContext, document_findings, evaluate
 from scanner.errors import UsageError
-from scanner.findings import Finding, Level, Notification, Outcome, sort_findings
+from scanner.findings import (
+    INCOMPLETE_RULES,
+    Finding,
+    Level,
+    Notification,
+    Outcome,
+    sort_findings,
+)
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
@@ -29,9 +36,6 @@ from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, s
 from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, find_repo_root, load_paths
 from scanner.sources.rendered import RenderOptions, render_directories
 from scanner.sources.yamldoc import collector_paused
-
-INCOMPLETE_RULES = frozenset({"PG001"})
-"""Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
 
 
 @dataclass(frozen=True, slots=True)

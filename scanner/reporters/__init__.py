@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from scanner.findings import Finding, Notification
+from scanner.findings import Finding, Level, Notification
 from scanner.ruledoc import RuleDoc
 
 
@@ -48,6 +48,10 @@ class Report:
         if self.show_suppressed:
             return list(self.findings)
         return [finding for finding in self.findings if finding.suppression is None]
+
+    def input_errors(self) -> int:
+        """Error notifications: inputs or kinds the run could not read (exit 3)."""
+        return sum(1 for note in self.notifications if note.level is Level.ERROR)
 
 
 Writer = Callable[[Report, TextIO], None]

@@ -45,6 +45,7 @@ def write(report: Report, stream: TextIO) -> None:
         suppressed_shown=report.show_suppressed,
         skipped_documents=report.stats.skipped_documents if report.verbose else None,
         baselined=report.stats.baselined,
+        incomplete=report.input_errors(),
     )
     stream.write(f"poolgate: {summary}\n")
 

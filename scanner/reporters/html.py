@@ -104,6 +104,7 @@ def write(report: Report, stream: TextIO, changes: Changes | None = None) -> Non
         objects=report.stats.objects,
         suppressed_shown=report.show_suppressed,
         baselined=report.stats.baselined,
+        incomplete=report.input_errors(),
     )
     version = _text(report.tool_version)
     parts = [

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
-from scanner.findings import Finding, Level, Notification, Outcome
+from scanner.findings import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
 from scanner.reporters import Report
 from scanner.ruledoc import HELP_URI, RuleDoc
 
@@ -193,8 +193,15 @@ def _log(
         information_uri=INFORMATION_URI,
         rules=[_descriptor(om, rule_id, doc) for rule_id, doc in rules],
     )
+    # Incomplete as the exit code says (3): an error notification, or an input that was
+    # not read whose finding (PG001) stands, not suppressed.
+    unread = any(
+        finding.rule_id in INCOMPLETE_RULES and finding.suppression is None
+        for finding in report.findings
+    )
     invocation = om.Invocation(
-        execution_successful=not any(item.level == "error" for item in notifications),
+        execution_successful=not unread
+        and not any(item.level == "error" for item in notifications),
         tool_execution_notifications=notifications or None,
     )
     run = om.Run(

@@ -66,10 +66,13 @@ def summary_line(
     suppressed_shown: bool,
     skipped_documents: int | None = None,
     baselined: int = 0,
+    incomplete: int = 0,
 ) -> str:
     """One line a person reads last: what was found, where, and what was left out.
 
     ``skipped_documents`` is given only in verbose mode; ``None`` leaves it out.
+    ``incomplete``: error notifications (an input not read or rendered, a kind not
+    listed), so "no findings" never reads as a clean run about what was not seen.
     """
     if counts.findings:
         parts = [
@@ -96,6 +99,8 @@ def summary_line(
         extras.append(f"{plural(baselined, 'finding')} in the baseline hidden")
     if counts.rule_errors:
         extras.append(f"{plural(counts.rule_errors, 'rule error')} (results incomplete)")
+    if incomplete:
+        extras.append(f"{plural(incomplete, 'input error')} above (results incomplete)")
     if skipped_documents is not None:
         extras.append(f"{plural(skipped_documents, 'non-Kubernetes document')} skipped")
     return "; ".join([line, *extras])

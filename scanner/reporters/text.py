@@ -62,6 +62,7 @@ def write(report: Report, stream: TextIO) -> None:
         suppressed_shown=report.show_suppressed,
         skipped_documents=report.stats.skipped_documents if report.verbose else None,
         baselined=report.stats.baselined,
+        incomplete=report.input_errors(),
     )
     style = "error" if counts.errors else "warning" if counts.findings else "header"
     stream.write(paint(style, summary) + "\n")

@@ -270,6 +270,19 @@ def test_execution_successful_unless_an_error_notification(
     assert _run(broken, render)["invocations"][0]["executionSuccessful"] is False
 
 
+def test_an_unread_input_makes_the_run_unsuccessful(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    """Found in review: a file that did not parse (PG001, exit 3) left the invocation
+    successful, unless PG001 was disabled (then it is an error notification)."""
+    unread = Finding("PG001", Level.ERROR, "YAML does not parse", Location("a.yaml", 4, 1), None)
+    report = make_report(findings=(unread,), notifications=())
+    assert _run(report, render)["invocations"][0]["executionSuccessful"] is False
+    hidden = replace(unread, suppression=Suppression("external", "vendored file"))
+    report = make_report(findings=(hidden,), notifications=())
+    assert _run(report, render)["invocations"][0]["executionSuccessful"] is True
+
+
 def test_unknown_line_has_no_region(make_report: Callable[..., Report], render: Render) -> None:
     finding = Finding("PG001", Level.ERROR, "empty stream", Location("<stdin>", 0, 0), None)
     report = make_report(findings=(finding,), notifications=(), stats=RunStats())

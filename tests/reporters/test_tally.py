@@ -33,3 +33,9 @@ def test_summary_names_everything_left_out() -> None:
         "3 findings (1 error, 2 notes) in 2 files, 5 objects; 3 suppressed findings hidden; "
         "1 rule error (results incomplete); 1 non-Kubernetes document skipped"
     )
+
+
+def test_a_run_that_could_not_read_an_input_never_reads_as_clean() -> None:
+    """Found in review: a file skipped as too large left "no findings in 1 file"."""
+    line = summary_line(Tally(), files=1, objects=0, suppressed_shown=False, incomplete=1)
+    assert line == "no findings in 1 file; 1 input error above (results incomplete)"
