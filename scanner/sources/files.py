@@ -29,11 +29,10 @@ from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import parallel
 from scanner.sources.rendered import enclosing_root, render_kind, repository_of
-from scanner.sources.yamldoc import collector_paused, parse_stream
+from scanner.sources.yamldoc import STDIN_URI, collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
-STDIN_URI: Final = "<stdin>"
 SPECIAL_FILE: Final = "not a regular file (a named pipe, socket or device); skipped"
 
 

@@ -59,6 +59,9 @@ except ImportError:  # PyYAML built without libyaml: pure Python, slower, same a
 
     _WITH_LIBYAML = False
 
+STDIN_URI: Final = "<stdin>"
+"""The URI of standard input (``poolgate scan -``)."""
+
 _NULL: Final = "tag:yaml.org,2002:null"
 _STR: Final = "tag:yaml.org,2002:str"
 _SEQ: Final = "tag:yaml.org,2002:seq"
@@ -140,8 +143,8 @@ def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
     are counted in ``skipped``. ``kind: List`` documents yield one object per item.
     """
     inventory = Inventory()
-    text = text.removeprefix("\ufeff")
-    if uri.lower().endswith(".json"):
+    text = _without_byte_order_marks(text)
+    if uri.lower().endswith(".json") or (uri == STDIN_URI and text.lstrip()[:1] in ("{", "[")):
         text = surrogates.joined_pairs(text)  # "\ud83d\ude00", as json.dumps writes 😀
     failures: list[_Failure] = []
     with collector_paused():
@@ -167,7 +170,7 @@ def parse_plain(
     """
     documents: list[tuple[Any, dict[str, Position]]] = []
     problems: list[Problem] = []
-    text = text.removeprefix("\ufeff")
+    text = _without_byte_order_marks(text)
     failures: list[_Failure] = []
     with collector_paused():
         for _, root in _compose(text, failures):
@@ -421,6 +424,14 @@ def _duplicate_message(duplicate: Duplicate) -> str:
 # --- errors --------------------------------------------------------------------------
 
 
+def _without_byte_order_marks(text: str) -> str:
+    """``text`` without the byte order marks YAML 1.2 allows before each document: at
+    the start, and at the start of a line (files saved by an editor and joined with
+    ``---``); libyaml accepts only the first. The spec forbids one inside a document."""
+    text = text.removeprefix("\ufeff")
+    return text.replace("\n\ufeff", "\n") if "\n\ufeff" in text else text
+
+
 def _position(mark: Mark) -> Position:
     return mark.line + 1, mark.column + 1
 
@@ -431,6 +442,11 @@ def _describe_parse_error(error: BaseException, text: str) -> tuple[int, int, st
         detail = " ".join(part for part in (error.problem, error.context) if part)
         mark = error.problem_mark or error.context_mark
         line, column = _position(mark) if mark is not None else (1, 1)
+        # At the end of a text without a final line break, libyaml reports the line
+        # after the last one, which no editor shows: the end of the last line instead.
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        if line > max(lines, 1):
+            line, column = _offset_position(text, len(text))
         if "tab" not in detail and _char_at(text, line, column) == "\t":
             detail += " (a tab: YAML indents with spaces only)"
         return line, column, f"YAML does not parse: {detail or error}"

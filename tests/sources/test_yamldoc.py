@@ -858,3 +858,31 @@ def test_parse_plain_reports_parse_errors() -> None:
     [(message, line, column)] = problems
     assert message.startswith("YAML does not parse: ")
     assert (line, column) == (2, 1)
+
+
+# -- found in review: stdin JSON, byte order marks, the end of the text ---------------
+
+
+def test_json_on_standard_input_may_spell_characters_as_surrogate_pairs() -> None:
+    """``kubectl get -o json | poolgate scan -``: the pairs are joined as for a ``.json``
+    file (the parser refuses surrogate escapes one by one)."""
+    text = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x😀"}})
+    assert "\\ud83d\\ude00" in text
+    inventory = parse_stream(text, "<stdin>")
+    assert [obj.name for obj in inventory.objects] == ["x😀"] and not inventory.invalid
+
+
+def test_a_byte_order_mark_may_start_every_document() -> None:
+    """Two files saved by an editor with a BOM and joined with ``---`` (YAML 1.2 allows
+    a BOM before each document; libyaml only the first)."""
+    pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\n"
+    text = "\ufeff" + pod.format("p1") + "---\n\ufeff" + pod.format("p2")
+    inventory = parse_stream(text, "joined.yaml")
+    assert [(obj.name, obj.origin.line) for obj in inventory.objects] == [("p1", 1), ("p2", 6)]
+    assert not inventory.invalid
+
+
+def test_a_parse_error_at_the_end_points_at_the_last_line() -> None:
+    text = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, '
+    [invalid] = parse_stream(text, "t.json").invalid
+    assert (invalid.line, invalid.column) == (1, len(text) + 1)
