@@ -49,6 +49,17 @@ def _file_size(text: str) -> int:
     return int(digits) * scale
 
 
+MAX_REQUEST_TIMEOUT: Final = 3600.0
+"""An hour for one API response: past that, a list is better retried or failed."""
+
+
+def _finite(_context: click.Context, parameter: click.Parameter, value: float) -> float:
+    """Refuse ``nan``, which passes every range check (``inf`` does not: ``max``)."""
+    if value != value:
+        raise click.BadParameter(f"{value!r} is not a number of seconds", param=parameter)
+    return value
+
+
 def _split_ids(values: Sequence[str]) -> list[str]:
     """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
     return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
@@ -265,7 +276,8 @@ cluster_options = [
     ),
     click.option(
         "--request-timeout",
-        type=click.FloatRange(min=0.1),
+        type=click.FloatRange(min=0.1, max=MAX_REQUEST_TIMEOUT),
+        callback=_finite,
         default=60.0,
         show_default=True,
         help="Seconds to wait for one API response before retrying.",

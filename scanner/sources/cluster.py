@@ -29,6 +29,7 @@ from __future__ import annotations
 import binascii
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -42,7 +43,9 @@ from scanner.sources.kubeconfig import (
     in_cluster,
     kubeconfig_files,
     kubeconfig_from_env,
+    merged,
     one_line,
+    unsupported_auth_provider,
 )
 from scanner.sources.kubeconfig import ClusterError as ClusterError
 from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
@@ -448,6 +451,20 @@ class Target:
     context: str | None = None
 
 
+def _configuration(base: Any) -> Any:
+    """A client configuration whose bearer token is trimmed when it is used, as
+    client-go trims the one it reads from a ``tokenFile``: a trailing line break made
+    every request's header invalid. (The client sets the token again before each
+    request, so it is trimmed there, not once.)"""
+
+    class Trimmed(base):  # type: ignore[misc]
+        def get_api_key_with_prefix(self, identifier: str, alias: str | None = None) -> Any:
+            key = super().get_api_key_with_prefix(identifier, alias)
+            return key.strip() if isinstance(key, str) else key
+
+    return Trimmed()
+
+
 def connect(target: Target, settings: Settings) -> Cluster:
     """A ``Cluster`` for ``target``; ``ClusterError`` when the configuration is unusable.
 
@@ -463,7 +480,7 @@ def connect(target: Target, settings: Settings) -> Cluster:
     from kubernetes.config.config_exception import ConfigException
 
     config: Any = kube_config  # an untyped package
-    configuration = client.Configuration()
+    configuration = _configuration(client.Configuration)
     explicit = target.kubeconfig
     listed = None if explicit else kubeconfig_from_env()
     log = ClientLog()
@@ -476,13 +493,29 @@ def connect(target: Target, settings: Settings) -> Cluster:
             files = kubeconfig_files(explicit, listed)
             path = os.pathsep.join(name for name, _ in files)
             context = context_name(path, files, target.context)
-            with log.attached():
-                config.load_kube_config(
-                    config_file=path,
-                    context=context,
-                    client_configuration=configuration,
-                    persist_config=False,
+            provider = unsupported_auth_provider(files, context)
+            if provider is not None:
+                raise ClusterError(
+                    f"context {context}: its user's auth-provider {provider!r} is not "
+                    "supported (kubectl removed it too); the requests would carry no "
+                    "credentials",
+                    hint="use an exec credential plugin (kubelogin for Azure) in users[].user",
                 )
+            with log.attached():
+                if len(files) == 1:
+                    config.load_kube_config(
+                        config_file=path,
+                        context=context,
+                        client_configuration=configuration,
+                        persist_config=False,
+                    )
+                else:  # several KUBECONFIG files: paths relative to their own files
+                    config.load_kube_config_from_dict(
+                        merged(files),
+                        context=context,
+                        client_configuration=configuration,
+                        persist_config=False,
+                    )
     except ConfigException as error:
         raise ClusterError(
             f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"
@@ -498,6 +531,16 @@ def connect(target: Target, settings: Settings) -> Cluster:
             f"context {context}: cannot read {error.filename}: {error.strerror or error}",
             hint="check the file paths in the kubeconfig",
         ) from None
+    except ClusterError:
+        raise
+    except Exception as error:
+        # The client's own failures on odd input: an OIDC id-token that is not a JWT, a
+        # gcp auth-provider without a token, ...
+        raise ClusterError(
+            f"context {context}: the kubernetes client cannot use this kubeconfig: "
+            f"{type(error).__name__}: {one_line(str(error))}",
+            hint="check the context's cluster and user in the kubeconfig",
+        ) from None
     if log.messages:
         # The client logs a failing exec credential plugin (aws, gcloud, kubelogin) and
         # goes on without credentials; the API server would then answer 401.
@@ -509,4 +552,19 @@ def connect(target: Target, settings: Settings) -> Cluster:
     check_server(context, configuration)
     # poolgate owns retries (bounded, with backoff); urllib3's own would multiply timeouts.
     configuration.retries = False
-    return Cluster(client.ApiClient(configuration), context, configuration.host, settings)
+    try:
+        with warnings.catch_warnings():  # urllib3 warns before it fails on socks5://
+            warnings.simplefilter("ignore")
+            api = client.ApiClient(configuration)
+    except ImportError as error:  # a socks5:// proxy-url needs PySocks
+        raise ClusterError(
+            f"context {context}: proxy {configuration.proxy}: {one_line(str(error))}",
+            hint="a SOCKS proxy needs the PySocks package (pip install pysocks)",
+        ) from None
+    except Exception as error:  # urllib3 refusing a proxy-url that is not a URL, ...
+        raise ClusterError(
+            f"context {context}: cannot set up the connection: "
+            f"{type(error).__name__}: {one_line(str(error))}",
+            hint="check the cluster's server and proxy-url in the kubeconfig",
+        ) from None
+    return Cluster(api, context, configuration.host, settings)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from scanner.errors import PoolgateError
 from scanner.sources.snapshot import json_type
@@ -198,3 +198,67 @@ def context_name(
             hint=f"contexts: {', '.join(names) or 'none'}; pass --context",
         )
     return current
+
+
+_CLUSTER_PATHS: Final = ("certificate-authority",)
+_USER_PATHS: Final = ("client-certificate", "client-key", "tokenFile")
+SUPPORTED_AUTH_PROVIDERS: Final = frozenset({"gcp", "oidc"})
+"""The ``auth-provider`` plugins the kubernetes client implements (kubectl has dropped
+the others, azure among them, for exec plugins such as kubelogin)."""
+
+
+def merged(files: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The kubeconfig ``files`` merged as client-go merges ``KUBECONFIG``: the first
+    definition of each cluster, context and user wins, and the first non-empty
+    ``current-context``. Relative paths (a CA, client certificate and key, a token file,
+    an exec command with a directory) are resolved against the directory of the file
+    that defines them, as client-go does; the kubernetes client resolves them all
+    against the file of the cluster."""
+    result: dict[str, Any] = {"apiVersion": "v1", "kind": "Config"}
+    for key, paths in (("clusters", _CLUSTER_PATHS), ("contexts", ()), ("users", _USER_PATHS)):
+        seen: dict[str, Any] = {}
+        for path, document in files:
+            base = os.path.dirname(os.path.abspath(path))
+            for entry in document.get(key) or []:
+                if entry["name"] not in seen:
+                    seen[entry["name"]] = _resolved(entry, key[:-1], paths, base)
+        result[key] = list(seen.values())
+    current = next((d["current-context"] for _, d in files if d.get("current-context")), "")
+    if current:
+        result["current-context"] = current
+    return result
+
+
+def _resolved(entry: Mapping[str, Any], field: str, paths: Sequence[str], base: str) -> Any:
+    body = entry.get(field)
+    if not isinstance(body, Mapping):
+        return dict(entry)
+    body = dict(body)
+    for name in paths:
+        value = body.get(name)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            body[name] = os.path.join(base, os.path.expanduser(value))
+    command = body.get("exec", {}).get("command") if isinstance(body.get("exec"), Mapping) else None
+    if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
+        body["exec"] = {**body["exec"], "command": os.path.join(base, command)}
+    return {**entry, field: body}
+
+
+def unsupported_auth_provider(
+    files: Sequence[tuple[str, Mapping[str, Any]]], context: str
+) -> str | None:
+    """The ``auth-provider`` of ``context``'s user when the client cannot use it (it
+    would send the requests without credentials, and the API server answer 401)."""
+    config = merged(files)
+    found = [c for c in config["contexts"] if c.get("name") == context]
+    if not found or not isinstance(found[0].get("context"), Mapping):
+        return None
+    user_name = found[0]["context"].get("user")
+    for user in config["users"]:
+        body = user.get("user")
+        if user.get("name") == user_name and isinstance(body, Mapping):
+            provider = body.get("auth-provider")
+            name = provider.get("name") if isinstance(provider, Mapping) else None
+            if isinstance(name, str) and name not in SUPPORTED_AUTH_PROVIDERS:
+                return name
+    return None

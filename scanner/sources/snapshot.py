@@ -134,6 +134,10 @@ def parse_time(text: str) -> datetime.datetime:
     moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     if moment.tzinfo is None:
         raise ValueError(f"{text!r} has no time zone")
+    try:
+        moment.astimezone(datetime.UTC)  # 0001-01-01T00:00:00+01:00 has no UTC time
+    except OverflowError:
+        raise ValueError(f"{text!r} is out of range") from None
     return moment
 
 

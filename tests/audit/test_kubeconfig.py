@@ -61,6 +61,11 @@ def set_user(user: dict[str, Any]) -> Any:
         ("server-not-a-url", "server 'not a url' is not an https:// URL"),
         ("ca-data-not-base64", "a certificate or key (*-data) is not base64: Invalid base64"),
         ("key-data-not-base64", "a certificate or key (*-data) is not base64: Invalid base64"),
+        # Found in review: these crashed with a traceback (exit 4).
+        ("socks-proxy", "a SOCKS proxy needs the PySocks package"),
+        ("proxy-not-a-url", "cannot set up the connection: LocationParseError"),
+        ("oidc-not-a-jwt", "the kubernetes client cannot use this kubeconfig"),
+        ("azure", "auth-provider 'azure' is not supported"),
     ],
 )
 def test_kubeconfig_problems_are_one_line(
@@ -98,6 +103,22 @@ def test_kubeconfig_problems_are_one_line(
             "kc",
             set_user({"client-certificate-data": "QUJD", "client-key-data": "!!!notbase64"}),
         )
+    elif problem == "socks-proxy":
+        path = edited(
+            base,
+            "kc",
+            lambda d: d["clusters"][0]["cluster"].update({"proxy-url": "socks5://127.0.0.1:1080"}),
+        )
+    elif problem == "proxy-not-a-url":
+        path = edited(
+            base, "kc", lambda d: d["clusters"][0]["cluster"].update({"proxy-url": "not a url"})
+        )
+    elif problem == "oidc-not-a-jwt":
+        provider = {"name": "oidc", "config": {"id-token": "abcd.abcd.abcd"}}
+        path = edited(base, "kc", set_user({"auth-provider": provider}))
+    elif problem == "azure":
+        provider = {"name": "azure", "config": {"access-token": "x"}}
+        path = edited(base, "kc", set_user({"auth-provider": provider}))
     line = one_error_line(cli("audit", env={"KUBECONFIG": str(path)}))
     assert expected in line, line
 
@@ -215,3 +236,41 @@ def test_a_failing_exec_plugin_is_one_line_naming_it(
     assert expected in line
     assert "401" not in line and "ERROR:root" not in result.stderr
     assert lab.paths() == []  # nothing was sent without credentials
+
+
+def test_a_token_file_ending_in_a_line_break_is_trimmed_as_client_go_does(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    """Found in review: the line break made every request's header invalid, and the
+    audit gave up after five attempts blaming an "unreadable response"."""
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    path = edited(good(lab, pki, tmp_path), "kc", set_user({"tokenFile": str(token)}))
+    result = cli("audit", "--kubeconfig", str(path), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["findings"]
+
+
+def test_paths_in_several_kubeconfig_files_are_relative_to_their_own_file(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    """Found in review: with KUBECONFIG=a:b, the user's relative client certificate and
+    key in ``a`` were looked up beside ``b``, the file of the cluster (the kubernetes
+    client's merge); kubectl resolves each against the file that defines it."""
+    base = yaml.safe_load(good(lab, pki, tmp_path).read_text())
+    (tmp_path / "a" / "certs").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    for source, name in ((pki.client_cert, "client.crt"), (pki.client_key, "client.key")):
+        (tmp_path / "a" / "certs" / name).write_text(Path(source).read_text())
+    (tmp_path / "b" / "ca.crt").write_text(Path(pki.ca).read_text())
+    credentials = {"client-certificate": "certs/client.crt", "client-key": "certs/client.key"}
+    user = {"name": base["users"][0]["name"], "user": credentials}
+    first = {"contexts": base["contexts"], "current-context": CONTEXT, "users": [user]}
+    cluster = dict(base["clusters"][0])
+    cluster["cluster"] = {"server": lab.url, "certificate-authority": "ca.crt"}
+    (tmp_path / "a" / "config").write_text(yaml.safe_dump(first))
+    (tmp_path / "b" / "config").write_text(yaml.safe_dump({"clusters": [cluster]}))
+    listed = os.pathsep.join([str(tmp_path / "a" / "config"), str(tmp_path / "b" / "config")])
+    result = cli("audit", "--format", "json", env={"KUBECONFIG": listed})
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["findings"]

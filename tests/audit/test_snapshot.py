@@ -183,12 +183,38 @@ def test_missing_snapshot_is_a_usage_error(tmp_path: Path) -> None:
         snapshot.read(str(tmp_path / "nope.json"))
 
 
-def test_bad_capture_annotations_are_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "recorded",
+    # The last two have no UTC time (found in review: an OverflowError, exit 4).
+    ["last night", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-23:59"],
+)
+def test_bad_capture_annotations_are_reported(tmp_path: Path, recorded: str) -> None:
     dump = tmp_path / "dump.json"
-    meta = {"annotations": {"poolgate.io/captured-at": "last night"}}
+    meta = {"annotations": {"poolgate.io/captured-at": recorded}}
     dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
     with pytest.raises(UsageError, match="captured-at is not an RFC 3339 time"):
         snapshot.read(str(dump))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--now", "0001-01-01T00:00:00+01:00", "is not an RFC 3339 time"),
+        ("--request-timeout", "nan", "nan is not a number of seconds"),
+        ("--request-timeout", "inf", "inf is not in the range 0.1<=x<=3600.0"),
+    ],
+)
+def test_out_of_range_audit_options_are_usage_errors(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    """Found in review: an OverflowError (exit 4), or retries that blamed the server."""
+    from .conftest import cli
+
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    result = cli("audit", "--snapshot", str(dump), option, value)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
