@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
@@ -153,7 +153,8 @@ def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
     for index, line, column, message in failures:
         origin = Origin(uri, index, line, column, source_type)
         inventory.invalid.append(InvalidDocument("PG001", message, origin, line, column))
-    return inventory
+    fix = _unicode_break_fix(text)
+    return inventory if fix is None else _repositioned(inventory, fix)
 
 
 def parse_plain(
@@ -188,7 +189,66 @@ def parse_plain(
             documents.append((body, positions))
             problems.extend((_duplicate_message(d), d.line, d.column) for d in duplicates)
     problems.extend((message, line, column) for _, line, column, message in failures)
+    fix = _unicode_break_fix(text)
+    if fix is not None:
+        documents = [(body, {k: fix(*v) for k, v in pos.items()}) for body, pos in documents]
+        problems = [(message, *fix(line, column)) for message, line, column in problems]
     return documents, problems
+
+
+_BREAKS: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_UNICODE_BREAKS: Final = ("\x85", "\u2028", "\u2029")
+
+
+def _unicode_break_fix(text: str) -> Callable[[int, int], Position] | None:
+    """libyaml (YAML 1.1) counts NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks;
+    editors, git and GitHub count lines by their line feeds, so every position after one
+    would be a line off (a finding annotated on the wrong line). None when ``text`` has
+    none; else a function from libyaml's (line, column) to the text's, 1-based."""
+    if not any(mark in text for mark in _UNICODE_BREAKS):
+        return None
+    table: list[tuple[int, int]] = [(1, 0)]  # per libyaml line: (line, columns before it)
+    line, line_start = 1, 0
+    for match in _BREAKS.finditer(text):
+        start = match.end()
+        if match.group() not in _UNICODE_BREAKS:
+            line, line_start = line + 1, start
+        table.append((line, start - line_start))
+
+    def fix(yaml_line: int, column: int) -> Position:
+        if not 1 <= yaml_line <= len(table):
+            return yaml_line, column
+        real, before = table[yaml_line - 1]
+        return real, column + before
+
+    return fix
+
+
+def _repositioned(inventory: Inventory, fix: Callable[[int, int], Position]) -> Inventory:
+    """``inventory`` with every position mapped through ``fix`` (``_unicode_break_fix``)."""
+    maps: dict[int, LineMap] = {}
+
+    def moved(origin: Origin) -> Origin:
+        line, column = fix(origin.line, origin.column)
+        return replace(origin, line=line, column=column)
+
+    objects = []
+    for obj in inventory.objects:
+        lines = maps.get(id(obj.lines.positions))
+        if lines is None:
+            positions = {path: fix(*at) for path, at in obj.lines.positions.items()}
+            lines = maps[id(obj.lines.positions)] = LineMap(positions)
+        objects.append(
+            replace(obj, origin=moved(obj.origin), lines=LineMap(lines.positions, obj.lines.prefix))
+        )
+    inventory.objects = objects
+    for index, doc in enumerate(inventory.invalid):
+        line, column = fix(doc.line, doc.column)
+        inventory.invalid[index] = replace(doc, origin=moved(doc.origin), line=line, column=column)
+    for index, note in enumerate(inventory.warnings):
+        line, column = fix(note.line, note.column)
+        inventory.warnings[index] = replace(note, line=line, column=column)
+    return inventory
 
 
 @contextmanager
@@ -444,9 +504,10 @@ def _describe_parse_error(error: BaseException, text: str) -> tuple[int, int, st
         line, column = _position(mark) if mark is not None else (1, 1)
         # At the end of a text without a final line break, libyaml reports the line
         # after the last one, which no editor shows: the end of the last line instead.
-        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        if line > max(lines, 1):
-            line, column = _offset_position(text, len(text))
+        # (Counted as libyaml counts lines; _unicode_break_fix maps them afterwards.)
+        starts = [0, *(match.end() for match in _BREAKS.finditer(text))]
+        if line > len(starts):
+            line, column = len(starts), len(text) - starts[-1] + 1
         if "tab" not in detail and _char_at(text, line, column) == "\t":
             detail += " (a tab: YAML indents with spaces only)"
         return line, column, f"YAML does not parse: {detail or error}"

@@ -886,3 +886,31 @@ def test_a_parse_error_at_the_end_points_at_the_last_line() -> None:
     text = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, '
     [invalid] = parse_stream(text, "t.json").invalid
     assert (invalid.line, invalid.column) == (1, len(text) + 1)
+
+
+@pytest.mark.parametrize("mark", ["\u2028", "\u2029", "\x85"])
+def test_unicode_line_separators_do_not_move_positions(mark: str) -> None:
+    """libyaml counts NEL, LS and PS as line breaks; editors and GitHub count line feeds,
+    so findings after one were annotated a line lower (found in review)."""
+    text = textwrap.dedent(
+        f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: p
+          annotations: {{description: "first{mark}second"}}
+        spec:
+          containers:
+            - name: c
+              securityContext: {{privileged: true}}
+        """
+    )
+    plain = text.replace(mark, "x")  # the same text without the separator
+    [obj] = parse_stream(text, "ls.yaml").objects
+    [reference] = parse_stream(plain, "ls.yaml").objects
+    assert obj.lines.positions == reference.lines.positions
+    assert obj.position("spec.containers[0].securityContext.privileged") == (9, 25)
+    broken = parse_stream(text + "---\nkind: [\n", "ls.yaml").invalid
+    expected = parse_stream(plain + "---\nkind: [\n", "ls.yaml").invalid
+    assert [(d.line, d.column) for d in broken] == [(d.line, d.column) for d in expected]
+    assert parse_plain(text)[0][0][1] == parse_plain(plain)[0][0][1]
