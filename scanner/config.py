@@ -96,6 +96,9 @@ class Config:
     workload_identity_keys: tuple[str, ...] = ()
     """ServiceAccount annotation keys that also grant workload identity, besides the
     built-in GKE, EKS and Azure ones."""
+    workload_identity_accounts: tuple[str, ...] = ()
+    """ServiceAccounts (``namespace/name``, globs) bound to a workload identity outside
+    Kubernetes: EKS Pod Identity associations made with Terraform, eksctl or the API."""
     admins: tuple[AdminSubject, ...] = ()
     rules: Mapping[str, RuleOverride] = field(default_factory=dict)
     rule_dirs: tuple[str, ...] = ()
@@ -128,6 +131,7 @@ class Config:
             "poolLabels": list(self.pool_labels),
             "extendedResourceToleration": self.extended_resource_toleration,
             "workloadIdentityKeys": list(self.workload_identity_keys),
+            "workloadIdentityAccounts": list(self.workload_identity_accounts),
             "admins": [
                 {"kind": admin.kind, "name": admin.name, "namespace": admin.namespace}
                 for admin in self.admins

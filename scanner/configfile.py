@@ -312,6 +312,7 @@ def _convert(
         ("systemNamespaces", "system_namespaces"),
         ("poolLabels", "pool_labels"),
         ("workloadIdentityKeys", "workload_identity_keys"),
+        ("workloadIdentityAccounts", "workload_identity_accounts"),
     ):
         if key in spec:
             values[attribute] = tuple(spec[key])
@@ -474,6 +475,7 @@ def default_text() -> str:
         "poolLabels": list(config.pool_labels),
         "extendedResourceToleration": config.extended_resource_toleration,
         "workloadIdentityKeys": list(config.workload_identity_keys),
+        "workloadIdentityAccounts": list(config.workload_identity_accounts),
         "admins": [],
         "ruleDirs": list(config.rule_dirs),
     }

@@ -89,7 +89,7 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
             "trustDomain": frozenset({"Namespace"}),
             "poolsKnown": _POOL_KINDS,
             **_each("runningNode runningShared targets nonGpuMatches diagnosis", _TENANTS),
-            "serviceAccount": frozenset({"ServiceAccount"}),
+            "serviceAccount": frozenset({"ServiceAccount", "PodIdentityAssociation"}),
             "runtimeClass": frozenset({"RuntimeClass"}),
             "signaturePoliciesKnown": _SIGNATURES,
         },

@@ -127,6 +127,7 @@ spec:
   poolLabels: [acme.io/pool]
   extendedResourceToleration: true
   workloadIdentityKeys: [acme.io/cloud-role]
+  workloadIdentityAccounts: [ml/trainer, batch-*/*]
   admins:
     - {kind: Group, name: platform-admins}
     - {kind: ServiceAccount, name: argocd, namespace: argocd}
@@ -154,6 +155,7 @@ spec:
         pool_labels=("acme.io/pool",),
         extended_resource_toleration=True,
         workload_identity_keys=("acme.io/cloud-role",),
+        workload_identity_accounts=("ml/trainer", "batch-*/*"),
         admins=(
             AdminSubject("Group", "platform-admins"),
             AdminSubject("ServiceAccount", "argocd", "argocd"),
@@ -305,13 +307,13 @@ def test_default_text_validates_and_equals_the_defaults(tmp_path: Path) -> None:
 
 
 def test_init_target_refuses_to_overwrite(tmp_path: Path) -> None:
-    assert configfile.init_target(tmp_path, force=False) == tmp_path / ".poolgate.yaml"
+    assert configfile.init_target(str(tmp_path), force=False) == tmp_path / ".poolgate.yaml"
     write(tmp_path / ".poolgate.yaml", HEADER)
     with pytest.raises(UsageError, match="already exists"):
-        configfile.init_target(tmp_path, force=False)
-    assert configfile.init_target(tmp_path, force=True) == tmp_path / ".poolgate.yaml"
+        configfile.init_target(str(tmp_path), force=False)
+    assert configfile.init_target(str(tmp_path), force=True) == tmp_path / ".poolgate.yaml"
     with pytest.raises(UsageError, match="no such directory"):
-        configfile.init_target(tmp_path / "missing" / "c.yaml", force=False)
+        configfile.init_target(str(tmp_path / "missing" / "c.yaml"), force=False)
 
 
 def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:

@@ -13,13 +13,19 @@ Every workload gets ``workload.serviceAccount``:
   (Azure Workload Identity, which also needs the pod label
   ``azure.workload.identity/use: "true"``), or of an annotation key listed in
   config ``workloadIdentityKeys``;
-* ``provider``: ``gcp``, ``aws``, ``azure``, ``custom`` (a config key), or ``""``;
+  or, for EKS Pod Identity (no annotation by design), the ``roleARN`` of an ACK
+  ``PodIdentityAssociation`` (``eks.services.k8s.aws``) naming the account, or
+  ``workloadIdentityAccounts`` when config lists the account (``namespace/name``,
+  globs allowed: associations made with Terraform, eksctl or the AWS API);
+* ``provider``: ``gcp``, ``aws``, ``azure``, ``custom`` (a config key), ``external``
+  (a config account), or ``""``;
 * ``hint``: why an annotation that is present does not count, or ``""``
   (an Azure client id on the account but no ``use`` label on the pod).
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,16 +52,51 @@ def attach_service_accounts(
     for obj in index.kind("ServiceAccount"):
         if obj.name:
             accounts.setdefault((namespace_of(obj), obj.name), obj.metadata)
+    associated = pod_identity_associations(index)
 
     def join(workload: Workload) -> None:
         facts = workload.facts
         name = facts["serviceAccountName"] or "default"
-        metadata = accounts.get((facts["namespace"], name))
-        facts["serviceAccount"] = service_account_facts(
+        key = (facts["namespace"], name)
+        metadata = accounts.get(key)
+        account = service_account_facts(
             name, metadata, facts["podLabels"], config.workload_identity_keys
         )
+        if metadata is not None and not account["identity"]:
+            if key in associated:
+                account.update(identity=associated[key], provider="aws", hint="")
+            elif _listed(key, config.workload_identity_accounts):
+                account.update(identity="config workloadIdentityAccounts", provider="external")
+                account["hint"] = ""
+        facts["serviceAccount"] = account
 
     return join_complete(workloads, join)
+
+
+POD_IDENTITY_GROUP = "eks.services.k8s.aws"
+
+
+def pod_identity_associations(index: ObjectIndex) -> dict[tuple[str, str], str]:
+    """(namespace, ServiceAccount) -> role ARN of each EKS Pod Identity association in
+    scope (the ACK controller's ``PodIdentityAssociation``: ``spec.namespace``,
+    ``spec.serviceAccount``, ``spec.roleARN``)."""
+    found: dict[tuple[str, str], str] = {}
+    for obj in index.kind("PodIdentityAssociation"):
+        if not obj.api_version.startswith(POD_IDENTITY_GROUP + "/"):
+            continue
+        spec = obj.body.get("spec")
+        if not isinstance(spec, Mapping):
+            continue
+        namespace, account, role = (spec.get(k) for k in ("namespace", "serviceAccount", "roleARN"))
+        if all(isinstance(value, str) and value for value in (namespace, account, role)):
+            found.setdefault((str(namespace), str(account)), str(role))
+    return found
+
+
+def _listed(key: tuple[str, str], patterns: Sequence[str]) -> bool:
+    """Whether config ``workloadIdentityAccounts`` names ``namespace/name`` (globs)."""
+    name = f"{key[0]}/{key[1]}"
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def service_account_facts(

@@ -119,6 +119,14 @@ CRDS: tuple[Resource, ...] = (
     ),
     _r("ClusterPolicy", "kyverno.io", "v1", "clusterpolicies", False),
     _r("Policy", "kyverno.io", "v1", "policies", True),
+    # EKS Pod Identity associations made through the ACK controller (PG402).
+    _r(
+        "PodIdentityAssociation",
+        "eks.services.k8s.aws",
+        "v1alpha1",
+        "podidentityassociations",
+        True,
+    ),
     # GPU workload CRDs (pod templates; scanner.kinds knows where they keep them).
     _r("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", True),
     _r("TFJob", "kubeflow.org", "v1", "tfjobs", True),

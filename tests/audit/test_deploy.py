@@ -130,7 +130,7 @@ def test_plan_follows_the_rules() -> None:
     privileged = audit.plan([rules["PG301"]])  # workload.containers, workload.namespace
     assert {r.kind for r in privileged} == WORKLOAD_KINDS
     identity = {r.kind for r in audit.plan([rules["PG402"]])}  # workload.serviceAccount
-    assert identity == WORKLOAD_KINDS | {"ServiceAccount"} | DRA_KINDS
+    assert identity == WORKLOAD_KINDS | {"ServiceAccount", "PodIdentityAssociation"} | DRA_KINDS
     default_deny = audit.plan([rules["PG305"]])  # ns.defaultDeny, ns.gpuWorkloads
     assert {r.kind for r in default_deny} == WORKLOAD_KINDS | DRA_KINDS | {
         "Namespace",

@@ -97,7 +97,7 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
 @pytest.mark.parametrize(
     ("source", "kinds"),
     [
-        ("workload.serviceAccount.identity == ''", {"ServiceAccount"}),
+        ("workload.serviceAccount.identity == ''", {"ServiceAccount", "PodIdentityAssociation"}),
         ("workload.namespace in config.operatorNamespaces", set()),
         ("ns.defaultDeny", {"NetworkPolicy"}),
         ("workload.ns.pssEnforce", {"Namespace"}),

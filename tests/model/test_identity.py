@@ -98,3 +98,28 @@ def test_no_service_account_name_means_default_and_scope_decides_known() -> None
 
 def test_service_account_facts_without_metadata() -> None:
     assert service_account_facts("x", None, {})["known"] is False
+
+
+def test_eks_pod_identity_accounts_listed_in_config_are_bound() -> None:
+    """EKS Pod Identity associations made with Terraform leave no object in the
+    cluster: config ``workloadIdentityAccounts`` lists the accounts (globs)."""
+    from scanner.config import Config
+    from scanner.model import build_model
+    from scanner.sources.yamldoc import parse_stream
+
+    text = (
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: trainer, namespace: batch-7}\n"
+        "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: web, namespace: apps}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: batch-7}\n"
+        "spec: {serviceAccountName: trainer, containers: [{name: c}]}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: apps}\n"
+        "spec: {serviceAccountName: web, containers: [{name: c}]}\n"
+    )
+    config = Config(workload_identity_accounts=("batch-*/*",))
+    model = build_model(parse_stream(text, "t.yaml"), config, defer=False)
+    accounts = {w.obj.name: w.facts["serviceAccount"] for w in model.workloads}
+    assert (accounts["a"]["identity"], accounts["a"]["provider"]) == (
+        "config workloadIdentityAccounts",
+        "external",
+    )
+    assert accounts["b"]["identity"] == ""
