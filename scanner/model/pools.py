@@ -178,7 +178,9 @@ class _Targeting:
     ) -> None:
         self.known = bool(pools)
         self.indexes = [_PoolIndex(pool) for pool in pools]
-        self.others = [_PoolIndex(group) for group in others]
+        self.others = others
+        self.others_index: _OtherNodes | None = None
+        """Built on first use: only a GPU workload that reaches no GPU pool needs it."""
         self.elsewhere: dict[str, list[str]] = {}
         """Selection key -> ``nonGpuMatches`` of a selection that reaches no GPU pool."""
         self.config = config
@@ -225,16 +227,9 @@ class _Targeting:
         ``Node/name`` of the first unpooled Node (sorted, at most ``_NAMED``)."""
         found = self.elsewhere.get(key)
         if found is None:
-            keys = _selection_keys(pod_spec)
-            found = []
-            for index in self.others:
-                group = index.pool.facts
-                declaration = bool(group["declaration"])
-                for obj, member in index.classes(keys):
-                    if selects(pod_spec, member["labels"], declaration=declaration):
-                        found.append(_group_name(group, obj))
-                        break
-            found = self.elsewhere[key] = sorted(found)[:_NAMED]
+            if self.others_index is None:
+                self.others_index = _OtherNodes(self.others)
+            found = self.elsewhere[key] = self.others_index.matched(pod_spec)
         return found
 
     def finish(self) -> None:
@@ -259,6 +254,98 @@ def _group_name(group: Mapping[str, Any], obj: KubeObject) -> str:
 
 _NAMED: Final = 5
 """At most this many ``nonGpuMatches`` are named."""
+
+_SCAN_LIMIT: Final = 500
+"""Non-GPU Nodes a selection that names no label value (only ``Exists``, ``NotIn``,
+...) is checked against one by one; past that, their names are left out of the
+message rather than the cost growing with selections times nodes."""
+
+
+class _OtherNodes:
+    """``other_nodes`` indexed by label value, so that a selection is checked only
+    against the Nodes carrying a value it requires (``nonGpuMatches``): a thousand pods
+    pinned by ``kubernetes.io/hostname`` to a thousand names cost a lookup each, not a
+    pass over every Node. Declarations (few) are checked one by one."""
+
+    def __init__(self, groups: Sequence[Pool]) -> None:
+        self.declarations = [group for group in groups if group.facts["declaration"]]
+        self.members: list[tuple[str, KubeObject, Mapping[str, Any]]] = []
+        self.by_label: dict[tuple[str, str], list[int]] = {}
+        for group in groups:
+            if group.facts["declaration"]:
+                continue
+            for obj, member in group.members:
+                position = len(self.members)
+                self.members.append((_group_name(group.facts, obj), obj, member))
+                for label, values in member["labels"].items():
+                    for value in values:
+                        self.by_label.setdefault((label, value), []).append(position)
+
+    def matched(self, pod_spec: Mapping[str, Any]) -> list[str]:
+        names = {
+            _group_name(group.facts, group.members[0][0])
+            for group in self.declarations
+            if any(
+                selects(pod_spec, member["labels"], declaration=True) for _, member in group.members
+            )
+        }
+        for position in self._candidates(pod_spec):
+            name, _, member = self.members[position]
+            if name not in names and selects(pod_spec, member["labels"]):
+                names.add(name)
+        return sorted(names)[:_NAMED]
+
+    def _candidates(self, pod_spec: Mapping[str, Any]) -> Sequence[int]:
+        """Members that carry a label value every placement requires: the rarest pair
+        of ``nodeSelector``, else the values of one ``In`` expression of each required
+        term; every member when the selection requires no value and there are few."""
+        selector = pod_spec.get("nodeSelector")
+        if isinstance(selector, Mapping) and selector:
+            lists = [self.by_label.get((str(k), _text_value(v)), []) for k, v in selector.items()]
+            return min(lists, key=len)
+        terms = _terms(pod_spec)
+        if terms:
+            chosen: set[int] = set()
+            for term in terms:
+                pinned = _first_in(term)
+                if pinned is None:
+                    break
+                label, values = pinned
+                for value in values:
+                    chosen.update(self.by_label.get((label, value), ()))
+            else:
+                return sorted(chosen)
+        return range(len(self.members)) if len(self.members) <= _SCAN_LIMIT else ()
+
+
+def _terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    affinity = pod_spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node, Mapping)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    return [term for term in terms if isinstance(term, Mapping)] if isinstance(terms, list) else []
+
+
+def _first_in(term: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """The label and values of a term's first ``In`` expression, if it has one."""
+    expressions = term.get("matchExpressions")
+    for expression in expressions if isinstance(expressions, list) else ():
+        if isinstance(expression, Mapping) and expression.get("operator") == "In":
+            values = expression.get("values")
+            if isinstance(values, list):
+                return str(expression.get("key", "")), [_text_value(v) for v in values]
+    return None
+
+
+def _text_value(value: object) -> str:
+    """A selector value as node labels hold it (``true`` for a YAML boolean)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 class _PoolIndex:
