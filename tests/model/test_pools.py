@@ -429,13 +429,12 @@ def test_naming_non_gpu_matches_does_not_check_every_node_for_every_selection(
 
     monkeypatch.setattr(pools, "selects", counted)
     cpu = [node(f"cpu-{i}", f"{{kubernetes.io/hostname: cpu-{i}}}") for i in range(600)]
-    pods = [
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p%d, namespace: ml}\n"
-        "spec:\n  nodeSelector: {kubernetes.io/hostname: %s}\n"
-        "  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
-        % (i, "cpu-7" if i == 0 else f"nowhere-{i}")
-        for i in range(300)
-    ]
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p{0}, namespace: ml}}\n"
+        "spec:\n  nodeSelector: {{kubernetes.io/hostname: {1}}}\n"
+        "  containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]\n"
+    )
+    pods = [pod.format(i, "cpu-7" if i == 0 else f"nowhere-{i}") for i in range(300)]
     gpu = node("gpu-1", '{pool: gpu, nvidia.com/gpu.present: "true"}')
     model = model_of(gpu, *cpu, *pods)
     matches = {w.obj.name: w.facts["nonGpuMatches"] for w in model.workloads}
