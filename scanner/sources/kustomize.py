@@ -102,8 +102,15 @@ def render(directory: Path, repo_root: Path, options: RenderOptions) -> Inventor
     return map_output(text, wrapper, directory, repo_root)
 
 
-REFERENCE_KEYS: Final = ("resources", "bases", "components")
-"""Kustomization fields naming other directories (or files) that are built in."""
+REFERENCE_KEYS: Final = (
+    "resources",
+    "bases",
+    "components",
+    "generators",
+    "transformers",
+    "validators",
+)
+"""Kustomization fields naming other kustomizations (or files) that are built in."""
 
 _REMOTE: Final = ("github.com/", "gitlab.com/", "bitbucket.org/", "git@", "gh:")
 _KUSTOMIZATION_LIMIT: Final = 1024 * 1024
@@ -114,8 +121,9 @@ def reference_outside(directory: Path, repo_root: Path) -> tuple[Path, str] | No
     one it builds in (recursively), that lies outside the repository: the file naming
     it and the entry as written. Kustomize keeps files a kustomization loads under its
     own directory, but follows ``../`` to other kustomizations anywhere, and a pull
-    request must not build files of the machine into the scan. Remote bases (URLs) are
-    left to kustomize; an unreadable kustomization to its error."""
+    request must not build files of the machine into the scan. Remote bases (URLs with
+    no such path on disk) are left to kustomize; an unreadable kustomization to its
+    error."""
     root = Path(os.path.realpath(repository_of(directory, repo_root)))
     pending = [Path(os.path.realpath(directory))]
     seen: set[Path] = set()
@@ -127,9 +135,13 @@ def reference_outside(directory: Path, repo_root: Path) -> tuple[Path, str] | No
         file = _kustomization_file(current)
         entries = _references(file) if file != current else []
         for entry in entries:
-            if "://" in entry or entry.startswith(_REMOTE):
+            local = current / entry
+            # Kustomize loads what exists on disk, whatever it looks like
+            # ("github.com/../../x" beside a github.com/ directory); only the rest
+            # may be fetched.
+            if not os.path.lexists(local) and ("://" in entry or entry.startswith(_REMOTE)):
                 continue
-            target = Path(os.path.realpath(current / entry))
+            target = Path(os.path.realpath(local))
             if target != root and root not in target.parents:
                 return file, entry
             if target.is_dir():

@@ -192,3 +192,37 @@ def test_a_base_outside_the_repository_is_not_built(tmp_path: Path) -> None:
         }
     ]
     assert not log.exists()  # kustomize never ran
+
+
+@pytest.mark.parametrize(
+    ("field", "entry", "made"),
+    [
+        # Found in review: remote-looking entries kustomize loads from disk when such a
+        # path exists, and the plugin fields, which load kustomizations too.
+        ("resources", "github.com/../../../secretdir", "app/github.com"),
+        ("resources", "a://../../../secretdir", "app/a:"),
+        ("generators", "../../secretdir", ""),
+        ("transformers", "../../secretdir", ""),
+        ("validators", "../../secretdir", ""),
+    ],
+)
+def test_every_way_to_reach_outside_the_repository_is_refused(
+    tmp_path: Path, field: str, entry: str, made: str
+) -> None:
+    (tmp_path / "secretdir").mkdir()
+    (tmp_path / "secretdir" / "kustomization.yaml").write_text("resources: []\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "app").mkdir()
+    if made:
+        (repo / made).mkdir()
+    (repo / "app" / "kustomization.yaml").write_text(f"{field}:\n  - {json.dumps(entry)}\n")
+    assert kustomize.reference_outside(repo / "app", repo) == (
+        repo / "app" / "kustomization.yaml",
+        entry,
+    )
+    # A remote base that is no path on disk is left to kustomize.
+    (repo / "app" / "kustomization.yaml").write_text(
+        "resources:\n  - https://github.com/acme/base//deploy?ref=v1\n"
+    )
+    assert kustomize.reference_outside(repo / "app", repo) is None
