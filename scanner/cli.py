@@ -683,9 +683,23 @@ def _refuse_files_named_as_options(args: Sequence[str]) -> None:
     names such a file."""
     if not args or args[0] != "scan":
         return
+    command = cli.commands["scan"]
+    takes_value = {
+        name
+        for parameter in command.params
+        if isinstance(parameter, click.Option) and not parameter.is_flag
+        for name in parameter.opts
+    }
+    value_next = False
     for arg in args[1:]:
+        if value_next:  # the value of the option before it (-o -report.json)
+            value_next = False
+            continue
         if arg == "--":
             return
+        if arg in takes_value:
+            value_next = True
+            continue
         if arg.startswith("-") and arg != "-" and os.path.lexists(arg):
             raise UsageError(
                 f"argument {printable(arg)!r} names a file but would be read as an option",

@@ -395,3 +395,17 @@ def test_a_file_name_that_is_not_utf8_is_scanned_and_reported(tmp_path: Path, fm
     report = (tmp_path / f"report.{fmt}").read_text(encoding="utf-8")
     shown = {"sarif": "bad%5Cxff.yaml", "json": "bad\\\\xff.yaml"}.get(fmt, "bad\\xff.yaml")
     assert shown in report
+
+
+def test_an_option_value_that_starts_with_a_dash_is_not_refused(tmp_path: Path) -> None:
+    """The refusal of file names read as options looks at options, not at their values
+    (found in review: the second `-o -report.json` run was refused)."""
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    for _ in range(2):
+        result = poolgate("scan", "ok.yaml", "--format", "json", "-o", "-report.json", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "-report.json").read_text())["findings"] == []
+    (tmp_path / "--fail-on=never.yaml").write_text(PRIVILEGED)
+    refused = poolgate("scan", "ok.yaml", "--fail-on=never.yaml", cwd=tmp_path)
+    assert refused.returncode == 2 and "would be read as an option" in refused.stderr
+    assert poolgate("scan", "ok.yaml", "--", "--fail-on=never.yaml", cwd=tmp_path).returncode == 1

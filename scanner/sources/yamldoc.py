@@ -61,6 +61,10 @@ except ImportError:  # PyYAML built without libyaml: pure Python, slower, same a
 
 STDIN_URI: Final = "<stdin>"
 """The URI of standard input (``poolgate scan -``)."""
+_JSON_START: Final = re.compile(r'\s*(?:\{\s*["}]|\[)')
+"""Standard input that starts as JSON does (``kubectl get -o json``: an object whose
+first key is double-quoted, or an array); a YAML flow mapping such as ``{a: '\\u..'}``
+keeps its single-quoted text as written."""
 
 _NULL: Final = "tag:yaml.org,2002:null"
 _STR: Final = "tag:yaml.org,2002:str"
@@ -144,7 +148,7 @@ def parse_stream(text: str, uri: str, source_type: str = "file") -> Inventory:
     """
     inventory = Inventory()
     text = _without_byte_order_marks(text)
-    if uri.lower().endswith(".json") or (uri == STDIN_URI and text.lstrip()[:1] in ("{", "[")):
+    if uri.lower().endswith(".json") or (uri == STDIN_URI and _JSON_START.match(text)):
         text = surrogates.joined_pairs(text)  # "\ud83d\ude00", as json.dumps writes 😀
     failures: list[_Failure] = []
     with collector_paused():

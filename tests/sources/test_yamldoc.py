@@ -914,3 +914,11 @@ def test_unicode_line_separators_do_not_move_positions(mark: str) -> None:
     expected = parse_stream(plain + "---\nkind: [\n", "ls.yaml").invalid
     assert [(d.line, d.column) for d in broken] == [(d.line, d.column) for d in expected]
     assert parse_plain(text)[0][0][1] == parse_plain(plain)[0][0][1]
+
+
+def test_a_yaml_flow_mapping_on_standard_input_keeps_single_quoted_escapes() -> None:
+    """Only standard input that starts as JSON has its surrogate pairs joined (found in
+    review: a single-quoted '\\ud83d\\ude00' is six characters in YAML)."""
+    text = "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {k: '\\ud83d\\ude00'}}"
+    [obj] = parse_stream(text, "<stdin>").objects
+    assert obj.body["data"]["k"] == "\\ud83d\\ude00"
