@@ -49,9 +49,10 @@ _NODE_FACTS = _POOL_KINDS | _DEVICE_PLUGIN | {"EC2NodeClass"}
 _TENANTS = _NODE_FACTS | _GPU_WORKLOADS | {"Namespace"}
 """Pools with their tenants: which workloads (of which trust domain) they admit."""
 _SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
-_RBAC = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}) | _DEVICE_PLUGIN
-"""Bindings and roles, and the device-stack ConfigMap names a ``resourceNames`` rule
-must name (the device-plugin configs, ClusterPolicy's own and MIG manager names)."""
+_RBAC = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Node"})
+_RBAC |= _DEVICE_PLUGIN
+"""Bindings and roles, and the objects a ``resourceNames`` rule must name to count:
+device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy."""
 _ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 _NONE: frozenset[str] = frozenset()
 

@@ -159,7 +159,15 @@ def build_model(
             "rbac": rbac_facts(
                 index,
                 config,
-                deviceplugin.stack_config_maps(setup, [obj for obj, _ in sharing_configs]),
+                deviceplugin.stack_config_maps(
+                    setup,
+                    [obj for obj, _ in sharing_configs],
+                    [
+                        obj.name
+                        for obj in index.kind("ConfigMap")
+                        if obj.namespace in config.operator_namespaces
+                    ],
+                ),
             ),
         },
         namespaces=namespaces.subjects,

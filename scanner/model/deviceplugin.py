@@ -66,24 +66,49 @@ def cluster_setup(index: ObjectIndex) -> Setup:
     )
 
 
-MIG_CONFIG_MAPS: Final = ("default-mig-parted-config", "default-gpu-clients")
-"""The GPU Operator's MIG manager ConfigMaps (layouts, GPU clients), unless ClusterPolicy
-``spec.migManager`` names others."""
+OPERATOR_CONFIG_MAPS: Final = (
+    "default-mig-parted-config",
+    "default-gpu-clients",
+    "gpu-operator-trusted-ca",
+    "nvidia-container-toolkit-entrypoint",
+    "nvidia-device-plugin-entrypoint",
+    "nvidia-driver-startup-probe",
+    "nvidia-mig-manager-entrypoint",
+)
+"""ConfigMaps the GPU Operator creates for its operands (its assets): MIG layouts and
+clients, the trusted CA, and the entrypoint scripts its privileged containers run."""
 
 
-def stack_config_maps(setup: Setup, configs: Sequence[KubeObject]) -> frozenset[str]:
+def stack_config_maps(
+    setup: Setup, configs: Sequence[KubeObject], operator_config_maps: Sequence[str] = ()
+) -> frozenset[str]:
     """Names of the ConfigMaps that steer the device stack: the device-plugin configs in
-    scope and the one ClusterPolicy names, and the MIG manager's configs."""
-    names = {obj.name for obj in configs} | set(MIG_CONFIG_MAPS)
+    scope, every ConfigMap ClusterPolicy names (``config``, ``kernelModuleConfig``,
+    ``licensingConfig``, ``repoConfig``, ``certConfig``, ... at any depth of its spec:
+    a ``name`` or ``configMapName``), the operator's own, and ``operator_config_maps``
+    (those in scope in the operator namespaces)."""
+    names = {obj.name for obj in configs} | set(OPERATOR_CONFIG_MAPS) | set(operator_config_maps)
     if setup.config_name:
         names.add(setup.config_name)
     if setup.policy is not None:
-        manager = as_mapping(as_mapping(setup.policy.body.get("spec")).get("migManager"))
-        for key in ("config", "gpuClientsConfig"):
-            name = as_mapping(manager.get(key)).get("name")
-            if isinstance(name, str) and name:
-                names.add(name)
+        names.update(_named_config_maps(setup.policy.body.get("spec")))
     return frozenset(names)
+
+
+def _named_config_maps(value: object, parent: str = "") -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            naming = key == "configMapName" or (
+                key == "name" and (parent == "config" or parent.endswith("Config"))
+            )
+            if naming and isinstance(item, str) and item:
+                found.add(item)
+            found |= _named_config_maps(item, str(key))
+    elif isinstance(value, list):
+        for item in value:
+            found |= _named_config_maps(item, parent)
+    return found
 
 
 def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
@@ -285,8 +310,9 @@ def with_fallback(setup: Setup, configs: Sequence[Mapping[str, Any]]) -> Setup:
     label uses. ClusterPolicy names it (``devicePlugin.config.default``). The plugin's
     Helm chart, without ``config.default``, runs its config manager with the fallback
     strategies ``named`` then ``single``: the key ``default``, else the only key. The
-    GPU Operator's plugin has no fallback, so with a ClusterPolicy nothing changes."""
-    if setup.policy is not None or setup.default_key:
+    GPU Operator's plugin has no fallback, so with a ClusterPolicy that runs it (its
+    device plugin enabled) nothing changes."""
+    if (setup.policy is not None and setup.plugin_enabled) or setup.default_key:
         return setup
     keys = sorted({entry["key"] for config in _in_use(configs) for entry in config["entries"]})
     key = "default" if "default" in keys else keys[0] if len(keys) == 1 else ""

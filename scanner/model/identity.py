@@ -77,9 +77,10 @@ POD_IDENTITY_GROUP = "eks.services.k8s.aws"
 
 
 def pod_identity_associations(index: ObjectIndex) -> dict[tuple[str, str], str]:
-    """(namespace, ServiceAccount) -> role ARN of each EKS Pod Identity association in
+    """(namespace, ServiceAccount) -> role of each EKS Pod Identity association in
     scope (the ACK controller's ``PodIdentityAssociation``: ``spec.namespace``,
-    ``spec.serviceAccount``, ``spec.roleARN``)."""
+    ``spec.serviceAccount``, and ``spec.roleARN`` or an ACK IAM Role in
+    ``spec.roleRef.from.name``)."""
     found: dict[tuple[str, str], str] = {}
     for obj in index.kind("PodIdentityAssociation"):
         if not obj.api_version.startswith(POD_IDENTITY_GROUP + "/"):
@@ -87,9 +88,17 @@ def pod_identity_associations(index: ObjectIndex) -> dict[tuple[str, str], str]:
         spec = obj.body.get("spec")
         if not isinstance(spec, Mapping):
             continue
-        namespace, account, role = (spec.get(k) for k in ("namespace", "serviceAccount", "roleARN"))
-        if all(isinstance(value, str) and value for value in (namespace, account, role)):
-            found.setdefault((str(namespace), str(account)), str(role))
+        namespace, account = spec.get("namespace"), spec.get("serviceAccount")
+        if not (isinstance(namespace, str) and namespace and isinstance(account, str) and account):
+            continue
+        role = spec.get("roleARN")
+        if not isinstance(role, str) or not role:
+            reference = spec.get("roleRef")
+            source = reference.get("from") if isinstance(reference, Mapping) else None
+            name = source.get("name") if isinstance(source, Mapping) else None
+            role = f"Role {name}" if isinstance(name, str) and name else ""
+        if role:
+            found.setdefault((namespace, account), role)
     return found
 
 

@@ -63,9 +63,21 @@ def rbac_facts(
     index: ObjectIndex, config: Config, stack_config_maps: Collection[str] = ()
 ) -> dict[str, Any]:
     """``cluster.rbac`` (see the module docstring). ``stack_config_maps``: names of the
-    ConfigMaps that steer the device stack (device-plugin and MIG configs), one of which
-    a rule limited by ``resourceNames`` must name to count as writing ConfigMaps."""
-    named = frozenset(stack_config_maps)
+    ConfigMaps that steer the device stack (``deviceplugin.stack_config_maps``), one of
+    which a rule limited by ``resourceNames`` must name to count as writing ConfigMaps
+    (as it must name a Node in scope, or the ClusterPolicy)."""
+    named: dict[str, frozenset[str]] = {
+        "configmaps": frozenset(stack_config_maps),
+        "nodes": frozenset(obj.name for obj in index.kind("Node")),
+        "clusterpolicies": frozenset(
+            {"cluster-policy"}
+            | {
+                policy.name
+                for policy in index.kind("ClusterPolicy")
+                if policy.api_version.startswith("nvidia.com/")
+            }
+        ),
+    }
     cluster_roles = {obj.name: obj for obj in index.kind("ClusterRole") if obj.name}
     platform = {*config.operator_namespaces, *config.system_namespaces}
     bindings: dict[str, Any] = {}
@@ -121,7 +133,9 @@ def _builtin(kind: str, name: str) -> list[str]:
 
 
 def _writes(
-    role: KubeObject, cluster_roles: Mapping[str, KubeObject], named: Collection[str]
+    role: KubeObject,
+    cluster_roles: Mapping[str, KubeObject],
+    named: Mapping[str, Collection[str]],
 ) -> list[str]:
     """The guarded resources ``role``'s rules (and aggregated roles' rules) can write."""
     rules = list(_rules(role))
@@ -148,18 +162,18 @@ def _rules(role: KubeObject) -> Iterable[Mapping[str, Any]]:
 
 
 def _rule_writes(
-    rule: Mapping[str, Any], group: str, resource: str, named: Collection[str]
+    rule: Mapping[str, Any], group: str, resource: str, named: Mapping[str, Collection[str]]
 ) -> bool:
     """Whether one PolicyRule lets its holder write ``resource``. With ``resourceNames``
     it covers only the objects named, and never ``create`` or ``deletecollection``
-    (requests without a name); for ConfigMaps it counts only when it names a device-stack
-    config (``named``): a leader-election lock is not one. A named Node or ClusterPolicy
-    still steers the stack."""
+    (requests without a name); it counts only when it names one that steers the device
+    stack (``named[resource]``: a device-stack ConfigMap, a Node in scope, the
+    ClusterPolicy): a leader-election lock is none of them."""
     groups = _strings(rule.get("apiGroups"))
     resources = _strings(rule.get("resources"))
     verbs = _strings(rule.get("verbs"))
     names = _strings(rule.get("resourceNames"))
-    if names and resource == "configmaps" and not any(name in named for name in names):
+    if names and not any(name in named.get(resource, ()) for name in names):
         return False
     writing = NAMED_WRITE_VERBS if names else WRITE_VERBS
     return (

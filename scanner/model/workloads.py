@@ -466,15 +466,25 @@ def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _term_in_values(term: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Keys the term pins with ``In``, narrowed by its other ``In`` and ``NotIn``
+    expressions on the same key (a term's expressions all hold)."""
     pinned: dict[str, list[str]] = {}
+    excluded: dict[str, set[str]] = {}
     for expression in _list(term.get("matchExpressions")):
-        if not is_mapping(expression) or expression.get("operator") != "In":
+        if not is_mapping(expression):
             continue
-        key = expression.get("key")
-        if isinstance(key, str):
-            values = [_scalar_text(v) for v in _list(expression.get("values"))]
+        key, operator = expression.get("key"), expression.get("operator")
+        if not isinstance(key, str) or operator not in ("In", "NotIn"):
+            continue
+        values = [_scalar_text(v) for v in _list(expression.get("values"))]
+        if operator == "In":
             pinned[key] = _narrowed(pinned.get(key), values)
-    return pinned
+        else:
+            excluded.setdefault(key, set()).update(values)
+    return {
+        key: [value for value in values if value not in excluded.get(key, ())]
+        for key, values in pinned.items()
+    }
 
 
 def _narrowed(allowed: list[str] | None, values: list[str]) -> list[str]:

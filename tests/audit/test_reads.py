@@ -115,6 +115,7 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
                 "ClusterRoleBinding",
                 "ClusterPolicy",
                 "ConfigMap",
+                "Node",
             },
         ),
         ("'workload.serviceAccount'", set()),  # only text

@@ -409,6 +409,10 @@ def test_a_helm_plugin_config_applies_its_fallback_key_to_unlabelled_nodes() -> 
     )
     facts = node_facts(model_of(policy, config_map("default"), gpu_node), "l4")
     assert facts["sharing"] == "exclusive"
+    # A ClusterPolicy that does not run the plugin leaves it to the Helm chart.
+    disabled = policy.replace("{config: {name: nvdp-configs}}", "{enabled: false}")
+    facts = node_facts(model_of(disabled, config_map("default"), gpu_node), "l4")
+    assert facts["sharing"] == "time-slicing"
 
 
 def test_naming_non_gpu_matches_does_not_check_every_node_for_every_selection(

@@ -255,6 +255,18 @@ def test_missing_pod_spec_is_silently_not_a_workload() -> None:
             },
             {"sku": []},
         ),
+        # NotIn in the same term removes values (found in review).
+        (
+            {
+                "affinity": _required(
+                    [
+                        {"key": "sku", "operator": "In", "values": ["a100", "h100"]},
+                        {"key": "sku", "operator": "NotIn", "values": ["h100"]},
+                    ]
+                )
+            },
+            {"sku": ["a100"]},
+        ),
         # The expressions of one term are ANDed.
         (
             {
