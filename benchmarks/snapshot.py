@@ -22,6 +22,12 @@ The pods come in one of two shapes:
   their controller): every pod has its own random spec and an owner reference
   to a ReplicaSet that is not in the snapshot.
 
+The List records what it covers as ``poolgate snapshot`` does (the
+``poolgate.io/listed`` annotation naming every kind an audit lists), so the audit
+judges it as it judges the nightly CronJob's snapshot: a kind listed and absent is
+none, and every rule runs (a ``kubectl get`` dump without it leaves the rules that
+need an absent kind, such as PG305 and PG502, out).
+
 For the same seed both shapes hold the same Namespaces and Nodes. The file is
 streamed item by item (at most one app's pods are built at a time), so 100,000
 pods never sit in memory. JSON (the default for ``.json``) writes and reads
@@ -37,6 +43,11 @@ from typing import IO, NamedTuple
 from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool
 from benchmarks.controllers import write_apps
 from benchmarks.emit import sequence_item
+from scanner.sources.resources import RESOURCES
+from scanner.sources.snapshot import ANNOTATION_LISTED, kind_label
+
+LISTED = ",".join(sorted(kind_label(resource.key) for resource in RESOURCES))
+"""Every kind an audit lists, as ``poolgate snapshot`` records a complete listing."""
 
 
 class SnapshotInfo(NamedTuple):
@@ -150,12 +161,17 @@ class _Writer:
         self.out = out
         self.as_json = as_json
         self.first = True
+        listed = json.dumps(LISTED)
         if as_json:
             out.write(
-                '{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[\n'
+                '{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":"",'
+                f'"annotations":{{"{ANNOTATION_LISTED}":{listed}}}}},"items":[\n'
             )
         else:
-            out.write('apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: ""\n')
+            out.write(
+                'apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: ""\n'
+                f"  annotations:\n    {ANNOTATION_LISTED}: {listed}\n"
+            )
 
     def item(self, obj: Obj) -> None:
         if self.as_json:
