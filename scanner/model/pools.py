@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from scanner.config import Config
 from scanner.inventory import KubeObject, is_mapping
-from scanner.model.targeting import selects, untolerated
+from scanner.model.targeting import label_value, required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 
 SHARED_MODES = ("time-slicing", "mps", "mig+time-slicing", "mig+mps")
@@ -301,9 +301,9 @@ class _OtherNodes:
         term; every member when the selection requires no value and there are few."""
         selector = pod_spec.get("nodeSelector")
         if isinstance(selector, Mapping) and selector:
-            lists = [self.by_label.get((str(k), _text_value(v)), []) for k, v in selector.items()]
+            lists = [self.by_label.get((str(k), label_value(v)), []) for k, v in selector.items()]
             return min(lists, key=len)
-        terms = _terms(pod_spec)
+        terms = required_terms(pod_spec) or []
         if terms:
             chosen: set[int] = set()
             for term in terms:
@@ -318,18 +318,6 @@ class _OtherNodes:
         return range(len(self.members)) if len(self.members) <= _SCAN_LIMIT else ()
 
 
-def _terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    affinity = pod_spec.get("affinity")
-    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = (
-        node.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node, Mapping)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    return [term for term in terms if isinstance(term, Mapping)] if isinstance(terms, list) else []
-
-
 def _first_in(term: Mapping[str, Any]) -> tuple[str, list[str]] | None:
     """The label and values of a term's first ``In`` expression, if it has one."""
     expressions = term.get("matchExpressions")
@@ -337,15 +325,8 @@ def _first_in(term: Mapping[str, Any]) -> tuple[str, list[str]] | None:
         if isinstance(expression, Mapping) and expression.get("operator") == "In":
             values = expression.get("values")
             if isinstance(values, list):
-                return str(expression.get("key", "")), [_text_value(v) for v in values]
+                return str(expression.get("key", "")), [label_value(v) for v in values]
     return None
-
-
-def _text_value(value: object) -> str:
-    """A selector value as node labels hold it (``true`` for a YAML boolean)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
 
 
 class _PoolIndex:
@@ -409,16 +390,8 @@ def _selection_keys(pod_spec: Mapping[str, Any]) -> frozenset[str]:
     node_selector = pod_spec.get("nodeSelector")
     if isinstance(node_selector, Mapping):
         keys.update(str(key) for key in node_selector)
-    affinity = pod_spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, Mapping)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    for term in terms if isinstance(terms, list) else ():
-        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
+    for term in required_terms(pod_spec) or ():
+        expressions = term.get("matchExpressions")
         for expression in expressions if isinstance(expressions, list) else ():
             if isinstance(expression, Mapping):
                 keys.add(str(expression.get("key", "")))

@@ -84,9 +84,9 @@ def selects(
             present = lookup(str(key))
             if isinstance(present, _Undecided):
                 continue
-            if _scalar(value) not in (present or ()):
+            if label_value(value) not in (present or ()):
                 return False
-    terms = _required_terms(pod_spec)
+    terms = required_terms(pod_spec)
     if terms is None:
         return True
     return any(_term_matches(term, lookup) for term in terms)
@@ -97,7 +97,8 @@ def runtime_label(key: str) -> bool:
     return key in RUNTIME_LABELS or key.startswith(RUNTIME_DOMAINS)
 
 
-def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+def required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The pod's required node-affinity terms; None when it has no required affinity."""
     node: Any = pod_spec.get("affinity")
     for key in ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
         if not isinstance(node, Mapping):
@@ -127,7 +128,7 @@ def _expression_matches(expression: Mapping[str, Any], lookup: _Lookup) -> bool:
     key = str(expression.get("key", ""))
     operator = expression.get("operator")
     wanted = (
-        [_scalar(v) for v in expression.get("values") or []]
+        [label_value(v) for v in expression.get("values") or []]
         if isinstance(expression.get("values"), list)
         else []
     )
@@ -184,7 +185,8 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
     operator = toleration.get("operator") or "Equal"
     if operator == "Exists":
         return key == "" or key == taint.get("key")
-    return key == taint.get("key") and _scalar(toleration.get("value")) == taint.get("value", "")
+    value = label_value(toleration.get("value"))
+    return key == taint.get("key") and value == taint.get("value", "")
 
 
 def _int(text: str) -> int | None:
@@ -194,7 +196,8 @@ def _int(text: str) -> int | None:
         return None
 
 
-def _scalar(value: object) -> str:
+def label_value(value: object) -> str:
+    """A selector or toleration value as node labels and taints hold it (``true``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)

@@ -493,7 +493,8 @@ def connect(target: Target, settings: Settings) -> Cluster:
             files = kubeconfig_files(explicit, listed)
             path = os.pathsep.join(name for name, _ in files)
             context = context_name(path, files, target.context)
-            provider = unsupported_auth_provider(files, context)
+            config_dict = merged(files)
+            provider = unsupported_auth_provider(config_dict, context)
             if provider is not None:
                 raise ClusterError(
                     f"context {context}: its user's auth-provider {provider!r} is not "
@@ -511,7 +512,7 @@ def connect(target: Target, settings: Settings) -> Cluster:
                     )
                 else:  # several KUBECONFIG files: paths relative to their own files
                     config.load_kube_config_from_dict(
-                        merged(files),
+                        config_dict,
                         context=context,
                         client_configuration=configuration,
                         persist_config=False,

@@ -244,12 +244,10 @@ def _resolved(entry: Mapping[str, Any], field: str, paths: Sequence[str], base: 
     return {**entry, field: body}
 
 
-def unsupported_auth_provider(
-    files: Sequence[tuple[str, Mapping[str, Any]]], context: str
-) -> str | None:
-    """The ``auth-provider`` of ``context``'s user when the client cannot use it (it
-    would send the requests without credentials, and the API server answer 401)."""
-    config = merged(files)
+def unsupported_auth_provider(config: Mapping[str, Any], context: str) -> str | None:
+    """The ``auth-provider`` of ``context``'s user in ``config`` (``merged``) when the
+    client cannot use it (it would send the requests without credentials, and the API
+    server answer 401)."""
     found = [c for c in config["contexts"] if c.get("name") == context]
     if not found or not isinstance(found[0].get("context"), Mapping):
         return None
