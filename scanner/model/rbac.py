@@ -10,7 +10,9 @@
   that steer the device stack) anywhere (scope ``cluster-write``).
 
 Each entry: ``scope``, ``role`` (``ClusterRole/edit``), ``writes`` (the guarded
-resources the role can write, when the role is known) and ``subjects``: each
+resources the role can write, when the role is known), ``writesNamed`` (those of
+``writes`` it can write only by name, through ``resourceNames``: resource -> the
+device-stack objects named) and ``subjects``: each
 with ``kind``, ``name``, ``namespace``, ``path`` (``subjects[1]``) and
 ``platform``: true for ServiceAccounts of the operator and system namespaces
 and for Kubernetes' own ``system:`` identities (components such as
@@ -27,7 +29,7 @@ scope; any other role that is not in scope writes nothing poolgate can prove.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from scanner.config import Config
@@ -128,16 +130,24 @@ def _role_ref(obj: KubeObject) -> tuple[str, str] | None:
     return str(kind), name
 
 
-def _builtin(kind: str, name: str) -> list[str]:
-    return list(BUILTIN_WRITES.get(name, ())) if kind == "ClusterRole" else []
+Writes = dict[str, list[str]]
+"""Guarded resource -> the names it is limited to (empty: any object), in ``GUARDED``
+order."""
+
+
+def _builtin(kind: str, name: str) -> Writes:
+    if kind != "ClusterRole":
+        return {}
+    return {resource: [] for resource in BUILTIN_WRITES.get(name, ())}
 
 
 def _writes(
     role: KubeObject,
     cluster_roles: Mapping[str, KubeObject],
     named: Mapping[str, Collection[str]],
-) -> list[str]:
-    """The guarded resources ``role``'s rules (and aggregated roles' rules) can write."""
+) -> Writes:
+    """The guarded resources ``role``'s rules (and aggregated roles' rules) can write,
+    each with the device-stack objects it is limited to (none: any object)."""
     rules = list(_rules(role))
     aggregation = role.body.get("aggregationRule")
     if isinstance(aggregation, Mapping):
@@ -149,11 +159,14 @@ def _writes(
                 for selector in (selectors if isinstance(selectors, list) else [])
             ):
                 rules.extend(_rules(other))
-    return [
-        resource
-        for group, resource in GUARDED
-        if any(_rule_writes(rule, group, resource, named) for rule in rules)
-    ]
+    writes: Writes = {}
+    for group, resource in GUARDED:
+        limits = [_rule_writes(rule, group, resource, named) for rule in rules]
+        if any(limit == () for limit in limits):
+            writes[resource] = []
+        elif any(limits):
+            writes[resource] = sorted({name for limit in limits if limit for name in limit})
+    return writes
 
 
 def _rules(role: KubeObject) -> Iterable[Mapping[str, Any]]:
@@ -163,31 +176,35 @@ def _rules(role: KubeObject) -> Iterable[Mapping[str, Any]]:
 
 def _rule_writes(
     rule: Mapping[str, Any], group: str, resource: str, named: Mapping[str, Collection[str]]
-) -> bool:
-    """Whether one PolicyRule lets its holder write ``resource``. With ``resourceNames``
-    it covers only the objects named, and never ``create`` or ``deletecollection``
-    (requests without a name); it counts only when it names one that steers the device
-    stack (``named[resource]``: a device-stack ConfigMap, a Node in scope, the
+) -> tuple[str, ...] | None:
+    """Whether one PolicyRule lets its holder write ``resource``: None if not, ``()``
+    for any object, else the objects it is limited to. With ``resourceNames`` it covers
+    only the objects named, and never ``create`` or ``deletecollection`` (requests
+    without a name); it counts only when it names one that steers the device stack
+    (``named[resource]``: a device-stack ConfigMap, a Node in scope, the
     ClusterPolicy): a leader-election lock is none of them."""
     groups = _strings(rule.get("apiGroups"))
     resources = _strings(rule.get("resources"))
     verbs = _strings(rule.get("verbs"))
     names = _strings(rule.get("resourceNames"))
-    if names and not any(name in named.get(resource, ()) for name in names):
-        return False
+    steering = tuple(name for name in names if name in named.get(resource, ()))
+    if names and not steering:
+        return None
     writing = NAMED_WRITE_VERBS if names else WRITE_VERBS
-    return (
+    if (
         ("*" in groups or group in groups)
         and ("*" in resources or resource in resources)
         and any(verb in writing for verb in verbs)
-    )
+    ):
+        return steering
+    return None
 
 
 def _grant(
     obj: KubeObject,
     scope: str,
     role: str,
-    writes: Sequence[str],
+    writes: Writes,
     binding_namespace: str,
     platform: set[str],
 ) -> dict[str, Any]:
@@ -210,7 +227,13 @@ def _grant(
                 "platform": _is_platform(kind, name, namespace, platform),
             }
         )
-    return {"scope": scope, "role": role, "writes": list(writes), "subjects": subjects}
+    return {
+        "scope": scope,
+        "role": role,
+        "writes": list(writes),
+        "writesNamed": {resource: names for resource, names in writes.items() if names},
+        "subjects": subjects,
+    }
 
 
 def _is_platform(kind: str, name: str, namespace: str, platform: set[str]) -> bool:

@@ -97,6 +97,27 @@ def test_aggregated_cluster_role() -> None:
     assert found["ClusterRoleBinding/bind-whole"]["writes"] == ["nodes"]
 
 
+def test_grants_limited_by_resource_names_say_which_objects() -> None:
+    """A rule limited by resourceNames writes only the device-stack objects it names
+    (the message says which, not "cluster-wide"); an unlimited rule for the same
+    resource makes the grant whole again."""
+    stack = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}
+    bodies = [
+        cluster_role("named", [{**stack, "resourceNames": ["lock", "default-mig-parted-config"]}]),
+        cluster_role("both", [{**stack, "resourceNames": ["default-mig-parted-config"]}, stack]),
+        binding("ClusterRoleBinding", "named", [USER]),
+        binding("ClusterRoleBinding", "both", [USER]),
+    ]
+    index = ObjectIndex([obj(b) for b in bodies])
+    found = rbac_facts(index, Config(), ["default-mig-parted-config"])["bindings"]
+    named = found["ClusterRoleBinding/bind-named"]
+    assert named["writes"] == ["configmaps"]
+    assert named["writesNamed"] == {"configmaps": ["default-mig-parted-config"]}
+    both = found["ClusterRoleBinding/bind-both"]
+    assert both["writes"] == ["configmaps"]
+    assert both["writesNamed"] == {}
+
+
 def test_role_bindings_only_in_operator_namespaces_and_platform_subjects() -> None:
     subjects = [
         {"kind": "ServiceAccount", "name": "gpu-operator"},  # namespace from the binding
