@@ -21,6 +21,7 @@ from scanner.inventory import KubeObject, as_mapping, join_path
 from scanner.model.deviceplugin import Setup
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
+from scanner.model.selectors import label_value
 from scanner.model.workloads import GPU_RESOURCE
 
 GPU_LABELS_TRUE = (
@@ -97,7 +98,7 @@ def _node(
     obj: KubeObject, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     meta = obj.metadata
-    labels = {str(k): [_scalar(v)] for k, v in as_mapping(meta.get("labels")).items()}
+    labels = {str(k): [label_value(v)] for k, v in as_mapping(meta.get("labels")).items()}
     status = as_mapping(obj.body.get("status"))
     allocatable = _gpu_counts(status.get("allocatable"))
     capacity = _gpu_counts(status.get("capacity"))
@@ -182,7 +183,7 @@ def _declaration(
         for requirement in _list(as_mapping(template.get("spec")).get("requirements")):
             requirement = as_mapping(requirement)
             key, operator = _text(requirement.get("key")), requirement.get("operator")
-            values = [_scalar(v) for v in _list(requirement.get("values"))]
+            values = [label_value(v) for v in _list(requirement.get("values"))]
             if operator == "In" and key:
                 extra.setdefault(key, values)
             if key == "karpenter.k8s.aws/instance-gpu-count":
@@ -235,7 +236,7 @@ def _declaration(
         taints = [
             {
                 "key": _text(t.get("key")),
-                "value": _scalar(t.get("value")),
+                "value": label_value(t.get("value")),
                 "effect": _EFFECTS.get(_text(t.get("effect")), _text(t.get("effect"))),
             }
             for t in map(as_mapping, _list(node_config.get("taint")))
@@ -264,7 +265,8 @@ def _declaration(
                 extra["cloud.google.com/gke-gpu-sharing-strategy"] = [sharing_hint]
                 clients = sharing.get("maxSharedClientsPerGpu")
                 if clients is not None:
-                    extra["cloud.google.com/gke-max-shared-clients-per-gpu"] = [_scalar(clients)]
+                    key = "cloud.google.com/gke-max-shared-clients-per-gpu"
+                    extra[key] = [label_value(clients)]
             # GKE taints GPU node pools nvidia.com/gpu=present:NoSchedule itself.
             implicit_taints.append(
                 {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -504,13 +506,13 @@ def _taint(value: object) -> dict[str, str]:
     taint = as_mapping(value)
     return {
         "key": _text(taint.get("key")),
-        "value": _scalar(taint.get("value")),
+        "value": label_value(taint.get("value")),
         "effect": _text(taint.get("effect")),
     }
 
 
 def _string_lists(value: object) -> dict[str, list[str]]:
-    return {str(k): [_scalar(v)] for k, v in as_mapping(value).items()}
+    return {str(k): [label_value(v)] for k, v in as_mapping(value).items()}
 
 
 def _list(value: object) -> list[Any]:
@@ -519,9 +521,3 @@ def _list(value: object) -> list[Any]:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _scalar(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)

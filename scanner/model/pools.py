@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from scanner.config import Config
 from scanner.inventory import KubeObject, is_mapping
-from scanner.model.targeting import label_value, required_terms, selects, untolerated
+from scanner.model.selectors import label_value
+from scanner.model.targeting import required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 
 SHARED_MODES = ("time-slicing", "mps", "mig+time-slicing", "mig+mps")

@@ -20,7 +20,7 @@ def label_selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
     match_labels = selector.get("matchLabels")
     if isinstance(match_labels, Mapping):
         for key, value in match_labels.items():
-            if labels.get(str(key)) != _scalar(value):
+            if labels.get(str(key)) != label_value(value):
                 return False
     elif match_labels is not None:
         return False
@@ -38,7 +38,7 @@ def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
     key = expression.get("key")
     operator = expression.get("operator")
     raw_values = expression.get("values")
-    values = [_scalar(v) for v in raw_values] if isinstance(raw_values, list) else []
+    values = [label_value(v) for v in raw_values] if isinstance(raw_values, list) else []
     present = isinstance(key, str) and key in labels
     if operator == "In":
         return present and labels[str(key)] in values
@@ -51,7 +51,9 @@ def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
     return False
 
 
-def _scalar(value: object) -> str:
+def label_value(value: object) -> str:
+    """A selector, toleration or label value as node labels and taints hold it: YAML
+    ``true`` is the string ``"true"``, a number its digits, null empty."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)

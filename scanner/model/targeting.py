@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from scanner.model.selectors import label_value
+
 BLOCKING = ("NoSchedule", "NoExecute")
 
 RUNTIME_LABELS: Final = frozenset(
@@ -194,10 +196,3 @@ def _int(text: str) -> int | None:
         return int(text)
     except ValueError:
         return None
-
-
-def label_value(value: object) -> str:
-    """A selector or toleration value as node labels and taints hold it (``true``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)

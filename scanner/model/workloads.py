@@ -59,6 +59,8 @@ from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import positive_count
+from scanner.model.selectors import label_value
+from scanner.model.targeting import required_terms
 
 GPU_RESOURCE = re.compile(
     r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)$"
@@ -72,8 +74,6 @@ resources ``"mig-" + profile`` with ``+`` written ``.``: ``mig-1g.10gb.me``,
 _DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 """An image pinned by digest (PG501). Computed here once: cel-cpp recompiles a
 ``matches()`` pattern on every call, about 100 µs per container for this one."""
-
-_REQUIRED_TERMS = ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 
 
 class Workload(NamedTuple):
@@ -438,7 +438,7 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     node can carry it.
     """
     selected: dict[str, list[str]] = {}
-    terms = _required_terms(pod_spec)
+    terms = required_terms(pod_spec)
     if terms:
         per_term = [_term_in_values(term) for term in terms]
         for key in set.intersection(*(set(values) for values in per_term)):
@@ -450,19 +450,8 @@ def selected_labels(pod_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     if is_mapping(node_selector):
         for key, value in node_selector.items():
             if isinstance(key, str):
-                selected[key] = _narrowed(selected.get(key), [_scalar_text(value)])
+                selected[key] = _narrowed(selected.get(key), [label_value(value)])
     return selected
-
-
-def _required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    node: Any = pod_spec.get("affinity")
-    for key in _REQUIRED_TERMS:
-        if not is_mapping(node):
-            return []
-        node = node.get(key)
-    if not is_mapping(node):
-        return []
-    return [term for term in _list(node.get("nodeSelectorTerms")) if is_mapping(term)]
 
 
 def _term_in_values(term: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -476,7 +465,7 @@ def _term_in_values(term: Mapping[str, Any]) -> dict[str, list[str]]:
         key, operator = expression.get("key"), expression.get("operator")
         if not isinstance(key, str) or operator not in ("In", "NotIn"):
             continue
-        values = [_scalar_text(v) for v in _list(expression.get("values"))]
+        values = [label_value(v) for v in _list(expression.get("values"))]
         if operator == "In":
             pinned[key] = _narrowed(pinned.get(key), values)
         else:
@@ -500,17 +489,11 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _scalar_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
 def _quantity_text(value: object) -> str:
-    return "" if value is None else _scalar_text(value)
+    return "" if value is None else label_value(value)
 
 
 def _string_map(value: object) -> dict[str, str]:
     if not is_mapping(value):
         return {}
-    return {str(k): _scalar_text(v) for k, v in value.items()}
+    return {str(k): label_value(v) for k, v in value.items()}
