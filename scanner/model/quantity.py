@@ -69,6 +69,19 @@ def positive_count(value: object) -> int:
     return _count(value)
 
 
+def is_zero(value: object) -> bool:
+    """Whether the quantity is exactly zero (``0``, ``"0"``, ``0m``): a GPU count of
+    zero asks for no device, and the API server admits it."""
+    if value.__class__ is str:
+        return _text_zero(value)
+    return parse_quantity(value) == 0
+
+
+@lru_cache(maxsize=1024)
+def _text_zero(text: str) -> bool:
+    return parse_quantity(text) == 0
+
+
 @lru_cache(maxsize=4096)
 def _text_count(text: str) -> int:
     return _count(text)

@@ -10,7 +10,8 @@
   the raw container fields plus ``path`` (``spec.template.spec.containers[1]``) and
   ``type`` (``container``, ``initContainer``, ``ephemeralContainer``) and
   ``digestPinned`` (the image ends in ``@sha256:<64 hex>``);
-* ``gpu``: whether any container requests or limits a GPU resource, and
+* ``gpu``: whether any container requests or limits a GPU resource (a count of
+  zero asks for none: ``_asks_for``), and
   ``gpuResources``: one entry per GPU resource per container (see ``_gpu_entries``);
 * ``runtimeClassName`` and ``serviceAccountName`` (empty when unset);
 * ``selectedLabels``: node label key -> allowed values that every placement must
@@ -58,7 +59,7 @@ from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, 
 from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
 from scanner.model.index import ObjectIndex
-from scanner.model.quantity import positive_count
+from scanner.model.quantity import is_zero, positive_count
 from scanner.model.selectors import label_value
 from scanner.model.targeting import required_terms
 
@@ -406,6 +407,7 @@ def _names_gpu(container: object) -> bool:
                     isinstance(key, str)
                     and key.startswith("nvidia.com/")
                     and GPU_RESOURCE.match(key)
+                    and _asks_for(resources, key)
                 ):
                     return True
     return False
@@ -415,15 +417,28 @@ def _is_gpu_resource(key: object) -> bool:
     return isinstance(key, str) and key.startswith("nvidia.com/") and bool(GPU_RESOURCE.match(key))
 
 
+def _asks_for(resources: Mapping[str, Any], name: str) -> bool:
+    """Whether the container asks for GPU resource ``name``: a quantity other than zero
+    in ``limits`` or ``requests``. ``nvidia.com/gpu: 0`` (a chart's default for a CPU
+    build) is admitted and allocates no device: the container runs on any node."""
+    for section in (resources.get("limits"), resources.get("requests")):
+        if is_mapping(section) and name in section and not is_zero(section[name]):
+            return True
+    return False
+
+
 def _gpu_names(container: Mapping[str, Any]) -> list[str]:
-    """The GPU resource names a container has in ``limits`` or ``requests``, sorted."""
+    """The GPU resource names a container asks for (``_asks_for``) in ``limits`` or
+    ``requests``, sorted."""
     resources = container.get("resources")
     if not is_mapping(resources):
         return []
     names: set[str] = set()
     for section in (resources.get("limits"), resources.get("requests")):
         if is_mapping(section):
-            names.update(key for key in section if _is_gpu_resource(key))
+            names.update(
+                key for key in section if _is_gpu_resource(key) and _asks_for(resources, key)
+            )
     return sorted(names)
 
 
