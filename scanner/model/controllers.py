@@ -13,17 +13,25 @@ object runs is the controller's current one:
 * only objects read from a cluster (an audit or a snapshot): a manifest in a pull
   request is always checked as itself, so an ``ownerReferences`` entry written into
   it exempts nothing;
-* only the edges the built-in controllers create, with the API group checked: a Pod
-  owned by a ReplicaSet, StatefulSet, DaemonSet or Job (``apps``/``batch``), a
-  ReplicaSet owned by a Deployment; the owner must be in the same namespace, have the
-  uid the reference names, be reported on (not ``--context``) and have produced a
-  workload (a valid pod template);
+* only the edges the built-in controllers and the GPU workload operators poolgate
+  models create, with the API group checked: a Pod owned by a ReplicaSet,
+  StatefulSet, DaemonSet or Job (``apps``/``batch``), by a Kubeflow PyTorchJob, TFJob
+  or MPIJob (``kubeflow.org``) or by a RayCluster (``ray.io``); a ReplicaSet owned by
+  a Deployment; a Job owned by a CronJob, a JobSet (``jobset.x-k8s.io``), an MPIJob
+  (its launcher) or a RayJob (its submitter); a RayCluster owned by a RayJob. The
+  owner must be in the same namespace, have the uid the reference names, be reported
+  on (not ``--context``) and have produced a workload (a valid pod template);
 * the object must run the owner's current template: a ReplicaSet climbs to its
-  Deployment only while their templates agree (an old ReplicaSet of a rollout that
-  moved on is checked as itself); a Pod of a ReplicaSet must carry its
-  ``pod-template-hash``, a Pod of a StatefulSet its ``status.updateRevision`` as
-  ``controller-revision-hash``; Pods of a DaemonSet with the ``OnDelete`` update
-  strategy may run any old template and are checked as themselves.
+  Deployment, and a Job to its CronJob, only while their templates agree (an old
+  ReplicaSet of a rollout that moved on, or a Job made before the CronJob changed, is
+  checked as itself); a Pod of a ReplicaSet must carry its ``pod-template-hash``, a
+  Pod of a StatefulSet its ``status.updateRevision`` as ``controller-revision-hash``;
+  Pods of a DaemonSet with the ``OnDelete`` update strategy may run any old template
+  and are checked as themselves. A Job's template cannot change, and the operators
+  (training operator, KubeRay, JobSet) make their pods, Jobs and clusters from the
+  owner's template without rolling them when it is edited: what they made is taken
+  to run the current one. An InferenceService's Deployment is checked as itself:
+  KServe adds containers to it that its own spec does not hold.
 
 What this cannot tell apart: a pod someone with ``create`` on pods wrote with a
 controller reference copied from a real one (uid and labels included). Admission is
@@ -32,7 +40,7 @@ the defence there (PG605's floor, Pod Security); instance rules still see the po
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, cast
 
 from scanner.inventory import KubeObject, as_mapping, is_mapping
@@ -41,11 +49,41 @@ from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 CONTROLLER_EDGES: Final[Mapping[str, frozenset[tuple[str, str]]]] = {
     "Pod": frozenset(
-        {("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job")}
+        {
+            ("apps", "ReplicaSet"),
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("batch", "Job"),
+            ("kubeflow.org", "PyTorchJob"),
+            ("kubeflow.org", "TFJob"),
+            ("kubeflow.org", "MPIJob"),
+            ("ray.io", "RayCluster"),
+        }
     ),
     "ReplicaSet": frozenset({("apps", "Deployment")}),
+    "Job": frozenset(
+        {
+            ("batch", "CronJob"),
+            ("jobset.x-k8s.io", "JobSet"),
+            ("kubeflow.org", "MPIJob"),
+            ("ray.io", "RayJob"),
+        }
+    ),
+    "RayCluster": frozenset({("ray.io", "RayJob")}),
 }
-"""Controlled kind -> the (API group, kind) of the controllers that create it."""
+"""Controlled kind -> the (API group, kind) of the controllers that create it. Chains
+are at most two long (Pod -> ReplicaSet -> Deployment, Pod -> Job -> JobSet, Pod ->
+RayCluster -> RayJob): no owner of a second edge is itself controlled."""
+
+JOB_CONTROLLER_LABELS: Final = frozenset(
+    {
+        "controller-uid",
+        "job-name",
+        "batch.kubernetes.io/controller-uid",
+        "batch.kubernetes.io/job-name",
+    }
+)
+"""Labels the Job controller adds to a Job's pod template: not part of the CronJob's."""
 
 TEMPLATE_HASH: Final = "pod-template-hash"
 REVISION_HASH: Final = "controller-revision-hash"
@@ -83,7 +121,7 @@ class _Resolver:
 
     def top(self, obj: KubeObject) -> KubeObject | None:
         """The topmost controller of ``obj``, or None. Chains are at most two long
-        (Pod -> ReplicaSet -> Deployment): only Pods and ReplicaSets have edges."""
+        (``CONTROLLER_EDGES``)."""
         owner = self.controller_of(obj)
         if owner is None:
             return None
@@ -180,6 +218,9 @@ def _current_template(owner: KubeObject) -> object:
     """What an object must carry to run ``owner``'s current template (see ``_runs``)."""
     if owner.kind == "Deployment":
         return _template(owner)
+    if owner.kind == "CronJob":
+        job = as_mapping(as_mapping(owner.body.get("spec")).get("jobTemplate"))
+        return _template_of(as_mapping(job.get("spec")))
     if owner.kind == "ReplicaSet":
         wanted = _labels(
             as_mapping(as_mapping(owner.body.get("spec")).get("template")).get("metadata")
@@ -208,17 +249,23 @@ def _runs(obj: KubeObject, metadata: Mapping[str, Any], owner_kind: str, current
     if current is _NONE:
         return False
     if owner_kind == "Deployment":  # obj is a ReplicaSet
-        return bool(_template(obj, without=TEMPLATE_HASH) == current)
+        return bool(_template(obj, without={TEMPLATE_HASH}) == current)
+    if owner_kind == "CronJob":  # obj is a Job
+        return bool(_template(obj, without=JOB_CONTROLLER_LABELS) == current)
     labels = as_mapping(metadata.get("labels"))
     key = TEMPLATE_HASH if owner_kind == "ReplicaSet" else REVISION_HASH
     return bool(labels.get(key) == current)
 
 
-def _template(obj: KubeObject, without: str = "") -> Any:
-    """``spec.template`` with its labels normalized, less the label ``without``."""
-    template = dict(as_mapping(as_mapping(obj.body.get("spec")).get("template")))
+def _template(obj: KubeObject, without: Collection[str] = ()) -> Any:
+    """``spec.template`` with its labels normalized, less the labels ``without``."""
+    return _template_of(as_mapping(obj.body.get("spec")), without)
+
+
+def _template_of(spec: Mapping[str, Any], without: Collection[str] = ()) -> Any:
+    template = dict(as_mapping(spec.get("template")))
     metadata = dict(as_mapping(template.get("metadata")))
-    metadata["labels"] = {k: v for k, v in _labels(metadata).items() if k != without}
+    metadata["labels"] = {k: v for k, v in _labels(metadata).items() if k not in without}
     template["metadata"] = metadata
     return template
 

@@ -51,6 +51,9 @@ def test_template_findings_once_on_the_controller_instance_findings_on_every_pod
         # the Job and its Pending pod
         ("PG501", "team-b/Job/eval"),
         ("PG603", "team-b/Pod/eval-q7x"),
+        # the PyTorchJob: its template once, its Pending worker as itself
+        ("PG501", "team-b/PyTorchJob/ft"),
+        ("PG603", "team-b/Pod/ft-worker-1"),
         # owner absent, owner uid of another object, owner that makes no pods
         ("PG501", "team-a/Pod/orphan-5c4b-a1"),
         ("PG501", "team-a/Pod/embedder-6d9f-old"),

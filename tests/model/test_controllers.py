@@ -11,7 +11,13 @@ from scanner.model.index import ObjectIndex
 from scanner.model.workloads import build_workloads
 
 SPEC = {"containers": [{"name": "app", "image": "ghcr.io/x/app:1"}]}
-GROUPS = {"Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch"}
+GROUPS = {
+    "Deployment": "apps",
+    "ReplicaSet": "apps",
+    "StatefulSet": "apps",
+    "Job": "batch",
+    "CronJob": "batch",
+}
 
 
 def obj(
@@ -200,3 +206,92 @@ def test_a_controller_reference_with_fields_that_are_not_strings_names_nothing()
     found = controllers(deployment, replicaset, *broken, pod)
     assert found["api-6d9f-x1"] == "Deployment/api"  # the same labels and owner, valid
     assert [found[stray.name] for stray in broken] == ["", "", ""]
+
+
+def crd(kind: str, api_group: str, name: str, spec: dict[str, Any], **owned: Any) -> KubeObject:
+    """A live object of a GPU workload CRD (or CronJob) with its own spec shape."""
+    made = obj("Pod", name, **owned)
+    made.body.update(apiVersion=f"{api_group}/v1", kind=kind, spec=spec)
+    return made
+
+
+TEMPLATE = {"metadata": {"labels": {"app": "train"}}, "spec": SPEC}
+
+
+def test_pods_and_jobs_of_gpu_workload_operators_stand_for_their_owner() -> None:
+    """Found in review: a live PyTorchJob with 128 workers was reported 129 times per
+    template rule. The training operator, KubeRay and JobSet make pods, Jobs and
+    clusters from the owner's template, two levels at most."""
+    replica = {"replicas": 2, "template": TEMPLATE}
+    job = {"template": TEMPLATE}
+    cluster = {"headGroupSpec": {"template": TEMPLATE}, "workerGroupSpecs": []}
+    objects = (
+        crd("PyTorchJob", "kubeflow.org", "ft", {"pytorchReplicaSpecs": {"Worker": replica}}),
+        obj("Pod", "ft-worker-0", ("PyTorchJob", "ft"), group="kubeflow.org"),
+        crd("RayJob", "ray.io", "tune", {"rayClusterSpec": cluster}),
+        crd(
+            "RayCluster",
+            "ray.io",
+            "tune-raycluster",
+            cluster,
+            owner=("RayJob", "tune"),
+            group="ray.io",
+        ),
+        obj("Pod", "tune-head", ("RayCluster", "tune-raycluster"), group="ray.io"),
+        obj("Job", "tune-submitter", ("RayJob", "tune"), group="ray.io"),
+        crd(
+            "JobSet",
+            "jobset.x-k8s.io",
+            "pretrain",
+            {"replicatedJobs": [{"name": "w", "template": {"spec": job}}]},
+        ),
+        obj("Job", "pretrain-w-0", ("JobSet", "pretrain"), group="jobset.x-k8s.io"),
+        obj("Pod", "pretrain-w-0-0", ("Job", "pretrain-w-0")),
+        # The same kinds from another group are someone else's objects.
+        obj("Pod", "lookalike", ("PyTorchJob", "ft"), group="example.com"),
+    )
+    found = controllers(*objects)
+    assert found["ft-worker-0"] == "PyTorchJob/ft"
+    assert found["tune-raycluster"] == "RayJob/tune"
+    assert found["tune-head"] == "RayJob/tune"
+    assert found["tune-submitter"] == "RayJob/tune"
+    assert found["pretrain-w-0"] == "JobSet/pretrain"
+    assert found["pretrain-w-0-0"] == "JobSet/pretrain"
+    assert found["lookalike"] == ""
+    assert found["ft"] == found["tune"] == found["pretrain"] == ""
+
+
+def test_a_cronjobs_job_stands_for_it_only_while_their_templates_agree() -> None:
+    """The Job controller labels the Job's pod template (job-name, controller-uid):
+    those are not a change. A Job made before the CronJob's template changed is checked
+    as itself: it still runs the old template."""
+
+    def job(name: str, image: str) -> KubeObject:
+        spec = {"containers": [{"name": "app", "image": image}]}
+        labels = {
+            "app": "train",
+            "job-name": name,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": "u1",
+            "batch.kubernetes.io/controller-uid": "u1",
+        }
+        return obj(
+            "Job",
+            name,
+            ("CronJob", "nightly"),
+            spec={"template": {"metadata": {"labels": labels}, "spec": spec}},
+        )
+
+    cronjob = crd(
+        "CronJob",
+        "batch",
+        "nightly",
+        {"schedule": "@daily", "jobTemplate": {"spec": {"template": TEMPLATE}}},
+    )
+    current = job("nightly-2911", "ghcr.io/x/app:1")
+    older = job("nightly-2811", "ghcr.io/x/app:0")
+    pod = obj("Pod", "nightly-2911-abc", ("Job", "nightly-2911"))
+    found = controllers(cronjob, current, older, pod)
+    assert found["nightly-2911"] == "CronJob/nightly"
+    assert found["nightly-2911-abc"] == "CronJob/nightly"
+    assert found["nightly-2811"] == ""
