@@ -99,6 +99,31 @@ def test_every_action_reference_is_pinned_by_commit() -> None:
     assert re.search(r"upload-sarif@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text)
 
 
+def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
+    """The example workflow pins poolgate by commit for the scan and the audit's
+    install alike, and the pinned action.yml is this one: found in review, the example
+    pinned the commit that added action.yml, whose scan step imported Python files
+    from the pull request's checkout. Changing action.yml fails this test until the
+    pin moves to a commit that has the change."""
+    workflow = WORKFLOW.read_text()
+    pins = re.findall(r"poolgate/poolgate@([0-9a-f]{40})", workflow)
+    assert len(pins) == 2 and len(set(pins)) == 1, pins  # the scan and the install
+    sha = pins[0]
+    program = shutil.which("git")
+    if program is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the pinned commit cannot be read")
+    pinned = subprocess.run(
+        [program, "-C", str(ROOT), "show", f"{sha}:action.yml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if pinned.returncode != 0 and "bad object" in pinned.stderr.lower():
+        pytest.skip(f"commit {sha[:7]} is not in this clone (shallow?)")
+    assert pinned.returncode == 0, pinned.stderr
+    assert pinned.stdout == ACTION.read_text()
+
+
 class Runner:
     """Just enough of the Actions runner to run the action's bash steps."""
 
