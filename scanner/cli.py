@@ -573,6 +573,11 @@ def rules_test(
         pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, enable_all=True)
     )
     root = fixtures or Path("fixtures/rules")
+    if not root.is_dir():  # the default, outside a checkout that has it
+        raise UsageError(
+            f"{root}: no such directory",
+            hint="give the fixtures directory: poolgate rules test DIR",
+        )
     results = ruletest.run(root, ruleset)
     click.echo(ruletest.render(results, verbose), nl=False)
     return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS

@@ -250,6 +250,17 @@ def test_rules_test_fails_on_a_wrong_marker(tmp_path: Path) -> None:
     assert "FAIL PG301" in result.stdout and "expected on line(s) 4" in result.stdout
 
 
+def test_rules_test_outside_a_checkout_with_fixtures_is_one_line(tmp_path: Path) -> None:
+    """Found in review: the default fixtures/rules missing (any user repository) was
+    an internal error with a traceback, exit 4."""
+    result = poolgate("rules", "test", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "poolgate: error: fixtures/rules: no such directory "
+        "(give the fixtures directory: poolgate rules test DIR)"
+    ]
+
+
 @pytest.mark.parametrize("engine", ["cpp", "python"])
 def test_cel_engine_option(engine: str, tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text(PRIVILEGED)
