@@ -22,7 +22,7 @@ import json
 import os
 import re
 import textwrap
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -170,21 +170,63 @@ def load(path: Path) -> LoadedConfig:
     return LoadedConfig(config, tuple(warnings), path)
 
 
-def check_rule_ids(config: Config, known: Collection[str]) -> None:
-    """Rule ids in ``spec.rules`` and ``spec.exemptions`` must name loaded rules."""
+def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any]]) -> None:
+    """Rule ids in ``spec.rules`` and ``spec.exemptions`` must name loaded rules
+    (``defaults``: rule id -> the params its file declares), and ``params`` may set
+    only parameters the rule declares, each of its default's type: a misspelt or
+    mistyped parameter would otherwise leave the default in force unseen, or turn
+    every evaluation of the rule into an error."""
     shown = display_path(Path(config.source)) if config.source else CONFIG_FILE_NAME
-    problems = [
-        f"{shown}:{override.line}: {join_path('spec.rules', rule_id)}: unknown rule id {rule_id}"
-        for rule_id, override in config.rules.items()
-        if rule_id not in known
-    ]
+    problems: list[str] = []
+    for rule_id, override in config.rules.items():
+        where = f"{shown}:{override.line}: {join_path('spec.rules', rule_id)}"
+        if rule_id not in defaults:
+            problems.append(f"{where}: unknown rule id {rule_id}")
+            continue
+        declared = defaults[rule_id]
+        for name, value in override.params.items():
+            field_path = join_path(join_path(where, "params"), str(name))
+            if name not in declared:
+                has = ", ".join(sorted(map(str, declared))) or "none"
+                problems.append(f"{field_path}: {rule_id} has no parameter {name} (it has: {has})")
+            elif not _same_type(declared[name], value):
+                problems.append(
+                    f"{field_path}: {_type_name(value)} where the rule's default is "
+                    f"{_type_name(declared[name])} ({json.dumps(declared[name])})"
+                )
     problems += [
         f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id {exemption.rule}"
         for index, exemption in enumerate(config.exemptions)
-        if exemption.rule not in known
+        if exemption.rule not in defaults
     ]
-    if problems:
+    if any("unknown rule id" in problem for problem in problems):
         _raise(problems, hint="see `poolgate rules list`; user rules need --rules or spec.ruleDirs")
+    if problems:
+        _raise(problems, hint="`poolgate rules show ID` lists a rule's parameters")
+
+
+def _type_name(value: object) -> str:
+    """A parameter value's type as CEL names it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "null" if value is None else "map"
+
+
+def _same_type(default: object, value: object) -> bool:
+    """Whether a config value may replace a parameter's default: the same CEL type (a
+    whole number for a double is one), or any value for a null default."""
+    if default is None:
+        return True
+    wanted, given = _type_name(default), _type_name(value)
+    return given == wanted or (wanted == "double" and given == "int")
 
 
 def _raise(problems: list[str], hint: str = "") -> None:
@@ -506,7 +548,7 @@ def default_text() -> str:
         *_comment(spec_schema["rules"]["description"] + " Example:", "  "),
         "  #   PG204: {level: note}       # error | warning | note",
         "  #   PG306: {enabled: false}",
-        "  #   ACME001: {params: {minReplicas: 2}}",
+        "  #   PG603: {params: {minutes: 30}}   # parameters: `poolgate rules show PG603`",
         "  rules: {}",
         *_comment(spec_schema["exemptions"]["description"], "  "),
         *_comment(spec_schema["exemptions"]["items"]["properties"]["match"]["description"], "  "),

@@ -75,7 +75,7 @@ def load_ruleset(options: ScanOptions) -> Ruleset:
     unknown = sorted((set(options.enable) | set(options.disable)) - known)
     if unknown:
         raise UsageError(f"unknown rule id {', '.join(unknown)}", hint="see `poolgate rules list`")
-    configfile.check_rule_ids(options.config, known)
+    configfile.check_rule_overrides(options.config, {rule.id: rule.defaults for rule in rules})
     selected = rules if options.enable_all else select(rules, options.enable, options.disable)
     if not options.enable_all:
         other_mode = {rule.id for rule in rules if options.mode not in rule.modes}

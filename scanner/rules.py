@@ -57,6 +57,9 @@ class Rule:
     violations: Program | None = None
     validations: tuple[Validation, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """The ``params`` the rule file declares, before config overrides: the parameters a
+    config may set, each of its default's type (``configfile.check_rule_overrides``)."""
     modes: frozenset[str] = frozenset(MODES)
     """Where the rule runs: ``scan`` (manifests) and/or ``audit`` (live cluster state)."""
     needs: frozenset[str] = frozenset()
@@ -291,6 +294,7 @@ def _compile(
         violations=violations,
         validations=tuple(validations),
         params=params,
+        defaults=dict(body.get("params", {})),
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
         controlled=match.get("controlled", "skip") == "include",

@@ -295,6 +295,43 @@ def test_unknown_rule_ids_are_listed_when_rules_load(tmp_path: Path) -> None:
     assert "PG301" not in message
 
 
+def test_rule_params_must_be_declared_and_of_the_defaults_type(tmp_path: Path) -> None:
+    """Found in review: a misspelt parameter left the default in force unseen, and a
+    string for PG603's minutes turned every evaluation into a rule error (exit 3)."""
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER
+        + "spec:\n  rules:\n"
+        + "    PG603: {params: {minute: 5}}\n"
+        + "    PG604: {params: {minutes: ten}}\n"
+        + "    PG301: {params: {strict: true}}\n",
+    )
+    config = configfile.load(path).config
+    with pytest.raises(ConfigError) as caught:
+        load_ruleset(ScanOptions(engine="cpp", config=config))
+    message = str(caught.value)
+    assert "3 config problems" in message
+    assert (
+        ":5: spec.rules.PG603.params.minute: PG603 has no parameter minute (it has: minutes)"
+        in message
+    )
+    assert (
+        ":6: spec.rules.PG604.params.minutes: string where the rule's default is int (30)"
+        in message
+    )
+    assert (
+        ":7: spec.rules.PG301.params.strict: PG301 has no parameter strict (it has: none)"
+        in message
+    )
+    assert caught.value.hint == "`poolgate rules show ID` lists a rule's parameters"
+    valid = write(
+        tmp_path / "ok.yaml", HEADER + "spec:\n  rules:\n    PG603: {params: {minutes: 5}}\n"
+    )
+    options = ScanOptions(engine="cpp", config=configfile.load(valid).config, mode="audit")
+    ruleset = load_ruleset(options)
+    assert next(rule for rule in ruleset.rules if rule.id == "PG603").params == {"minutes": 5}
+
+
 # --- config init -----------------------------------------------------------------
 
 
