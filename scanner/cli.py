@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,13 +38,23 @@ LARGEST_FILE_SIZE_LIMIT = 1024**3
 up front, and a gigabyte of YAML would take hundreds of gigabytes to compose."""
 
 
+_SIZE: Final = re.compile(r"([0-9]+) *(?:([KMG])(i?B)?)?", re.IGNORECASE)
+_SCALE: Final = {"k": 1024, "m": 1024**2, "g": 1024**3}
+
+
 def _file_size(text: str) -> int:
-    """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G alike)."""
-    number = text.strip().rstrip("iBb").rstrip()
-    scale = {"k": 1024, "m": 1024**2, "g": 1024**3}.get(number[-1:].lower(), 1)
-    digits = number[:-1] if scale > 1 else number
-    if not digits.strip().isdecimal() or not digits.strip().isascii() or int(digits) < 1:
+    """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G
+    alike). ``10MB`` is refused: decimal or binary, a reader cannot tell which."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None or int(match[1]) < 1:
         raise click.BadParameter(f"{text!r} is not a size such as 10MiB, 512KiB or 1048576")
+    digits, prefix, unit = match.groups()
+    if unit is not None and unit.lower() == "b":
+        raise click.BadParameter(
+            f"{text!r} is ambiguous (decimal or binary): write {digits}{prefix.upper()}iB"
+            " or a number of bytes"
+        )
+    scale = _SCALE[prefix.lower()] if prefix else 1
     if int(digits) * scale > LARGEST_FILE_SIZE_LIMIT:
         raise click.BadParameter(f"{text!r} is more than the largest limit, 1GiB")
     return int(digits) * scale
@@ -136,7 +147,11 @@ def cli() -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @with_report_options
-@click.option("--enable", multiple=True, help="Enable rule ids that are off by default.")
+@click.option(
+    "--enable",
+    multiple=True,
+    help="Enable rule ids (repeatable, comma-separated); wins over the config.",
+)
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
 @click.option(
@@ -282,7 +297,11 @@ cluster_options = [
         show_default=True,
         help="Seconds to wait for one API response before retrying.",
     ),
-    click.option("--enable", multiple=True, help="Enable rule ids that are off by default."),
+    click.option(
+        "--enable",
+        multiple=True,
+        help="Enable rule ids (repeatable, comma-separated); wins over the config.",
+    ),
     click.option(
         "--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated)."
     ),

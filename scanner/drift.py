@@ -198,18 +198,18 @@ def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
     numbers = counts(drift)
     head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
     if numbers[UNVERIFIED]:
-        head += f", {numbers[UNVERIFIED]} not checked this time"
+        head += f", {numbers[UNVERIFIED]} unverified (their rules could not run on them)"
     stream.write(f"Since the last audit ({safe(drift.previous)}): {head}\n")
     for finding in drift.new:
         stream.write(
-            f"  new       {safe(finding.location.uri)} {finding.level} {finding.rule_id} "
+            f"  {NEW:<10} {safe(finding.location.uri)} {finding.level} {finding.rule_id} "
             f"{safe(finding.message)}\n"
         )
-    for label, entries in (("resolved  ", drift.resolved), ("unchecked ", drift.unverified)):
+    for label, entries in ((RESOLVED, drift.resolved), (UNVERIFIED, drift.unverified)):
         for entry in entries:
             uri, level, rule_id, message = _previous_fields(entry)
             fields = " ".join(safe(field) for field in (uri, level, rule_id, message))
-            stream.write(f"  {label}{fields}\n")
+            stream.write(f"  {label:<10} {fields}\n")
     stream.write("\n")
     write(report, stream)
 
@@ -233,7 +233,7 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
     rows = [
         html.ChangeRow(NEW, f.location.uri, str(f.level), f.rule_id, f.message) for f in drift.new
     ]
-    for state, entries in ((RESOLVED, drift.resolved), ("not checked", drift.unverified)):
+    for state, entries in ((RESOLVED, drift.resolved), (UNVERIFIED, drift.unverified)):
         rows += [html.ChangeRow(state, *_previous_fields(entry)) for entry in entries]
     changes = html.Changes(
         previous=drift.previous,
@@ -241,7 +241,7 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
             (NEW, numbers[NEW]),
             (UNCHANGED, numbers[UNCHANGED]),
             (RESOLVED, numbers[RESOLVED]),
-            ("not checked this time", numbers[UNVERIFIED]),
+            (UNVERIFIED, numbers[UNVERIFIED]),
         ],
         rows=rows,
         states=drift.states(),

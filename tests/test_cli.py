@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_run import poolgate
 
+from scanner.cli import _file_size
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
 
@@ -349,6 +351,22 @@ def test_a_max_file_size_with_other_digits_is_a_usage_error(tmp_path: Path, size
     assert result.stderr == (
         f"poolgate: error: Invalid value for '--max-file-size': "
         f"'{size}' is not a size such as 10MiB, 512KiB or 1048576\n"
+    )
+
+
+@pytest.mark.parametrize(("size", "bytes_"), [("512KiB", 524288), ("10m", 10485760), ("7", 7)])
+def test_max_file_size_units(size: str, bytes_: int) -> None:
+    assert _file_size(size) == bytes_
+
+
+def test_a_max_file_size_in_decimal_looking_units_is_refused(tmp_path: Path) -> None:
+    """Found in review: 10MB was read as 10 MiB. Refused: a reader cannot tell."""
+    (tmp_path / "ok.yaml").write_text(CLEAN)
+    result = poolgate("scan", "ok.yaml", "--max-file-size", "10MB", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "poolgate: error: Invalid value for '--max-file-size': "
+        "'10MB' is ambiguous (decimal or binary): write 10MiB or a number of bytes\n"
     )
 
 

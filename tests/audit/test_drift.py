@@ -65,6 +65,15 @@ def test_unchecked_findings_are_not_resolved(tmp_path: Path) -> None:
     )
     assert changes.resolved == ()
     assert sorted(e["ruleId"] for e in changes.unverified) == ["PG301", "PG604"]
+    # The text report calls them what JSON and the README do (found in review).
+    out = io.StringIO()
+    drift.wrap("text", lambda r, s: None, changes)(make_report(), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (
+        "Since the last audit (last.json): 0 new, 0 unchanged, 0 resolved, "
+        "2 unverified (their rules could not run on them)"
+    )
+    assert [line.split()[0] for line in lines[1:3]] == ["unverified", "unverified"]
 
 
 def test_suppressed_and_rule_errors_do_not_count(tmp_path: Path) -> None:
@@ -104,8 +113,8 @@ def test_reports_carry_the_drift(tmp_path: Path) -> None:
     drift.wrap("text", lambda r, s: s.write("REPORT\n"), changes)(now, out)
     lines = out.getvalue().splitlines()
     assert lines[0] == "Since the last audit (last.json): 1 new, 1 unchanged, 1 resolved"
-    assert lines[1] == "  new       cluster://prod/ml/Pod/fresh error PG501 m"
-    assert lines[2] == "  resolved  cluster://prod/ml/Pod/gone error PG301 m"
+    assert lines[1] == "  new        cluster://prod/ml/Pod/fresh error PG501 m"
+    assert lines[2] == "  resolved   cluster://prod/ml/Pod/gone error PG301 m"
     assert lines[-1] == "REPORT"
 
 

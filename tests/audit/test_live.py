@@ -400,7 +400,7 @@ def test_drift_since_last_night(pki: Pki, tmp_path: Path) -> None:
     first_line = as_text.stdout.splitlines()[0]
     assert first_line.startswith(f"Since the last audit ({last_night}): ")
     assert f"{drift['counts']['new']} new," in first_line
-    assert "  resolved  cluster://admin%40gpu-lab/ml-research/Pod/debug-shell error PG301" in (
+    assert "  resolved   cluster://admin%40gpu-lab/ml-research/Pod/debug-shell error PG301" in (
         as_text.stdout
     )
 

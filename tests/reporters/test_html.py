@@ -367,7 +367,7 @@ def test_compare_adds_what_changed_since_the_last_audit(tmp_path: Path) -> None:
     assert "<script" not in out.getvalue()
     page = parse(out.getvalue())
     section = page.one("section", id="drift")
-    assert "Compared with last.json: 1 new, 1 unchanged, 1 resolved, 0 not checked this time." in (
+    assert "Compared with last.json: 1 new, 1 unchanged, 1 resolved, 0 unverified." in (
         section.text()
     )
     rows = [[td.text() for td in tr.kids("td")] for tr in section.all("tr")][1:]
