@@ -115,7 +115,8 @@ def resolve(paths: Sequence[str], explicit: str | Path | None = None) -> LoadedC
         named = ", ".join(display_path(other) if other else "no file" for other in others)
         warning = (
             f"the paths scanned fall under different configs ({named} besides {used}): "
-            f"{used} applies to all of them; give --config, or scan each tree on its own"
+            f"{used} {'apply' if found is None else 'applies'} to all of them; give --config, "
+            "or scan each tree on its own"
         )
         loaded = replace(loaded, warnings=(*loaded.warnings, warning))
     return loaded
