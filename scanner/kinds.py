@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from scanner.inventory import as_mapping, is_mapping, join_path
 
@@ -274,3 +274,48 @@ def workload_kind(kind: str, api_version: str) -> WorkloadKind | None:
     if entry is None or (entry.group is not None and api_group(api_version) != entry.group):
         return None
     return entry
+
+
+BUILT_IN_GROUPS: Final = frozenset({"", "apps", "batch", "policy", "autoscaling"})
+"""API groups of Kubernetes itself besides ``*.k8s.io``: their pod templates are all
+in ``WORKLOAD_TABLE``."""
+
+_SEARCH_NODES: Final = 5_000
+"""Mappings and lists looked at per object when searching for a pod spec: a CRD's
+pod templates sit a few levels down; a huge object is not searched to its end."""
+
+
+def unmodelled_pod_spec(kind: str, api_version: str, body: Mapping[str, Any]) -> str | None:
+    """The path of a pod spec (a mapping whose ``containers`` is a list of containers
+    with an ``image``) in an object whose pod templates poolgate does not know (a
+    Volcano Job, a Knative Service, a Kubeflow Notebook): it is not checked, and the
+    report says so rather than passing it as clean. None for the kinds poolgate
+    models and for Kubernetes' own groups. A kind named like a core one in another
+    group (Volcano's ``Job``) is searched when the core kind's paths hold nothing."""
+    group = api_group(api_version)
+    if group in BUILT_IN_GROUPS or group == "k8s.io" or group.endswith(".k8s.io"):
+        return None
+    entry = workload_kind(kind, api_version)
+    if entry is not None and any(True for _ in entry.templates(body)):
+        return None
+    pending: list[tuple[tuple[Key, ...], object]] = [((), body)]
+    seen = 0
+    while pending and seen < _SEARCH_NODES:
+        keys, value = pending.pop()
+        seen += 1
+        if isinstance(value, Mapping):
+            containers = value.get("containers")
+            if (
+                keys
+                and isinstance(containers, list)
+                and any(
+                    isinstance(c, Mapping) and isinstance(c.get("image"), str) for c in containers
+                )
+            ):
+                return _path(keys)
+            pending.extend(((*keys, str(key)), item) for key, item in reversed(list(value.items())))
+        elif isinstance(value, list):
+            pending.extend(
+                ((*keys, index), item) for index, item in reversed(list(enumerate(value)))
+            )
+    return None

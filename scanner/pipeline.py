@@ -225,7 +225,7 @@ def _evaluate_model(
     ]
     notifications += [
         Notification(Level.WARNING, note.message, note.uri, note.line, note.column)
-        for note in inventory.warnings
+        for note in (*inventory.warnings, *model.unchecked)
     ]
     notifications.extend(context_notes)
     invalid_rule = by_id.get(suppress.INVALID_RULE)

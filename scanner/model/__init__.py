@@ -6,13 +6,15 @@ engines can read. RULES.md ("Platform facts") defines every fact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from scanner.config import Config
-from scanner.inventory import InvalidDocument, Inventory, KubeObject
+from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
+from scanner.kinds import unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.identity import attach_service_accounts
@@ -72,6 +74,9 @@ class Model:
     cluster_subject: tuple[KubeObject, dict[str, Any]] | None = None
     """The synthetic cluster object and its variables (the ``cluster`` subject,
     ``scanner.model.cluster``); None only for models built by hand."""
+    unchecked: Sequence[SourceWarning] = ()
+    """Pod specs in objects whose pod templates poolgate does not know (a Volcano Job):
+    not checked, and reported as such (``unchecked_pod_specs``)."""
 
     def subjects(self) -> dict[str, list[Subject]]:
         """Subject type -> subjects, as the engine consumes them."""
@@ -175,4 +180,49 @@ def build_model(
             cluster_object(scope),
             cluster_variables(index, workloads, config, scope),
         ),
+        unchecked=unchecked_pod_specs(inventory.objects),
     )
+
+
+UNCHECKED_SHOWN: Final = 20
+"""Objects of one kind named one by one in the unchecked-pod-spec warnings; the rest
+are counted in one more."""
+
+
+def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
+    """A warning for each reported object holding a pod spec poolgate does not check
+    (``kinds.unmodelled_pod_spec``), at most ``UNCHECKED_SHOWN`` per kind, then one
+    counting the rest: a cluster with a thousand Knative revisions gets 21 lines."""
+    warnings: list[SourceWarning] = []
+    found: Counter[tuple[str, str]] = Counter()
+    for obj in objects:
+        if obj.context_only:
+            continue
+        path = unmodelled_pod_spec(obj.kind, obj.api_version, obj.body)
+        if path is None:
+            continue
+        kind = (obj.api_version, obj.kind)
+        found[kind] += 1
+        if found[kind] > UNCHECKED_SHOWN:
+            continue
+        line, column = obj.position(path)
+        warnings.append(
+            SourceWarning(
+                obj.origin.uri,
+                f"{obj.kind} {obj.name or '(unnamed)'} ({obj.api_version}) has a pod spec at "
+                f"{path} that was not checked: poolgate does not know where this kind keeps "
+                "its pod templates",
+                line,
+                column,
+            )
+        )
+    warnings += [
+        SourceWarning(
+            "",
+            f"{count - UNCHECKED_SHOWN} more {kind} objects ({api_version}) have pod specs "
+            "that were not checked",
+        )
+        for (api_version, kind), count in found.items()
+        if count > UNCHECKED_SHOWN
+    ]
+    return warnings
