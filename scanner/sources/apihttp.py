@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,13 @@ from scanner.sources import numbers, surrogates
 
 
 class TransportFailed(Exception):
-    """The client could not make the request at all (``ApiException`` with status 0)."""
+    """The client could not make the request at all (``ApiException`` with status 0, or
+    a TLS error). ``transient``: the connection was cut (``transient_tls``), and the
+    same request may well go through; otherwise no retry would mend it."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 def raw_get(
@@ -31,6 +38,7 @@ def raw_get(
     kubernetes >= 33 builds requests with ``param_serialize`` and never raises on a
     status; older clients raise ``ApiException`` for anything but 2xx.
     """
+    import urllib3
     from kubernetes.client.exceptions import ApiException
 
     headers = {"Accept": "application/json"}
@@ -62,9 +70,38 @@ def raw_get(
         return int(response.status), bytes(response.data), response.headers
     except ApiException as error:
         if not error.status:
-            raise TransportFailed(_first_line(str(error.reason or error))) from None
+            message = _first_line(str(error.reason or error))
+            raise TransportFailed(message, transient=transient_tls(error)) from None
         body = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
         return int(error.status), body, error.headers or {}
+    except urllib3.exceptions.SSLError as error:  # reading a body: the client lets it through
+        raise TransportFailed(f"TLS: {error}", transient=transient_tls(error)) from None
+
+
+def transient_tls(error: BaseException) -> bool:
+    """Whether a TLS failure is the connection being cut rather than the TLS setup.
+
+    An L4 load balancer whose backend (a managed control plane) restarts accepts the
+    connection and closes it mid-handshake: ``UNEXPECTED_EOF_WHILE_READING``, which
+    client-go retries as a probable EOF. A certificate that does not verify, or names
+    another host, fails the same way on every try. The client wraps the ``ssl`` error
+    (``ApiException`` around urllib3's ``SSLError``), so the chain is walked; anything
+    not known to be a cut connection counts as the setup."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return False
+        if isinstance(current, _CUT_CONNECTION):
+            return True
+        if isinstance(current, ssl.SSLError) and current.reason == "UNEXPECTED_EOF_WHILE_READING":
+            return True  # OpenSSL builds that raise it as a plain SSLError
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_CUT_CONNECTION = (ssl.SSLEOFError, ssl.SSLZeroReturnError)
 
 
 def decode(data: bytes) -> dict[str, Any]:

@@ -340,7 +340,7 @@ class Cluster:
         expiring: bool = False,
         shape: Callable[[Mapping[str, Any]], str] | None = None,
     ) -> dict[str, Any]:
-        """One GET, retried on 429/5xx/timeouts; the decoded JSON body.
+        """One GET, retried on 429/5xx/timeouts and cut connections; the decoded JSON body.
 
         ``shape`` says what is wrong with a decoded body ("" when nothing is): a 2xx
         answer of the wrong shape (a ``Status`` where a list belongs) is a definite
@@ -377,9 +377,9 @@ class Cluster:
                 last = message
                 retry_after = apihttp.retry_after(headers) if status == 429 else None
             except apihttp.TransportFailed as error:  # the client's own failure (TLS, for one)
-                raise _RequestFailed(Failure("failed", str(error))) from None
-            except urllib3.exceptions.SSLError as error:
-                raise _RequestFailed(Failure("failed", f"TLS: {error}")) from None
+                if not error.transient:  # a certificate that does not verify, ...
+                    raise _RequestFailed(Failure("failed", str(error))) from None
+                last = str(error)
             except urllib3.exceptions.HTTPError as error:
                 last = apihttp.transport_message(error, settings.request_timeout)
             except ValueError as error:  # a 2xx body that is not a JSON object

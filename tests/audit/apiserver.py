@@ -17,7 +17,9 @@ unchanged through a real kubeconfig file:
 * failure modes a test can ask for: ``403`` ``Status`` objects per resource (and
   per namespace), ``410 Gone`` on a continue token (once), ``429`` with
   ``Retry-After`` and ``5xx`` answers before success, and slow answers that run
-  past the client's read timeout.
+  past the client's read timeout; and, with ``Front`` (a TCP proxy in front of the
+  server, as an L4 load balancer is), connections accepted and closed before the
+  TLS handshake ends.
 
 Every request is logged (method, path, query) so tests can check what the
 client asked for, and what it never asked for (Secrets).
@@ -26,6 +28,7 @@ client asked for, and what it never asked for (Secrets).
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import ipaddress
 import json
@@ -548,6 +551,61 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+class Front:
+    """A TCP proxy in front of ``server``, as an L4 load balancer in front of a managed
+    control plane: it passes connections through, except that the next ``drop``
+    connections are accepted and closed at once (the backend is restarting), which
+    the client sees as a TLS handshake cut short (``UNEXPECTED_EOF_WHILE_READING``)."""
+
+    def __init__(self, server: ApiServer) -> None:
+        self.drop = 0
+        self.dropped = 0
+        host, port = server._http.server_address[:2]
+        self._backend = (str(host), int(port))
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"https://{host}:{port}"
+
+    def __enter__(self) -> Front:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            if self.drop:
+                self.drop -= 1
+                self.dropped += 1
+                client.close()
+                continue
+            backend = socket.create_connection(self._backend)
+            for source, sink in ((client, backend), (backend, client)):
+                threading.Thread(target=_pipe, args=(source, sink), daemon=True).start()
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+        source.close()  # the sink is the other direction's source
 
 
 def write_kubeconfig(

@@ -23,7 +23,7 @@ from scanner.sources.cluster import (
 )
 from scanner.sources.resources import RESOURCES, find
 
-from .apiserver import ApiServer, Fault, Pki, write_kubeconfig
+from .apiserver import ApiServer, Fault, Front, Pki, write_kubeconfig
 from .conftest import CONTEXT, TOKEN
 
 
@@ -214,3 +214,29 @@ def test_retry_policy_caps_delays() -> None:
     assert policy.delay(0, retry_after=120) == policy.retry_after_limit == 60.0
     assert policy.delay(0, retry_after=7) == 7.0
     assert policy.delay(3, retry_after=0) == 0.0
+
+
+def test_a_tls_handshake_cut_short_is_retried(lab: ApiServer, pki: Pki, tmp_path: Path) -> None:
+    """Found in review: a connection the load balancer accepts and closes (its backend,
+    a managed control plane, restarting) failed the kind at once, where a TCP reset
+    was retried; client-go retries both (IsProbableEOF)."""
+    sleeps = Sleeps()
+    with Front(lab) as front:
+        config = write_kubeconfig(tmp_path / "kubeconfig", front.url, pki.ca, CONTEXT, token=TOKEN)
+        cluster = connect(Target(str(config)), Settings(sleep=sleeps))
+        front.drop = 2  # discovery's first request: `poolgate audit` exited 2
+        nodes = served(cluster, "", "Node")
+        assert len(cluster.list_objects(nodes)) == 2
+        cluster.close()
+    assert front.dropped == 2 and sleeps == [0.5, 1.0]
+    assert lab.paths()[0] == "/api"
+
+
+def test_a_certificate_that_does_not_verify_is_not_retried(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    config = write_kubeconfig(tmp_path / "kubeconfig", lab.url, pki.other_ca, CONTEXT, token=TOKEN)
+    sleeps = Sleeps()
+    with pytest.raises(ClusterError, match="CERTIFICATE_VERIFY_FAILED"):
+        connect(Target(str(config)), Settings(sleep=sleeps)).discover([])
+    assert sleeps == []
