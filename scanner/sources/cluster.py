@@ -238,9 +238,13 @@ class Cluster:
             try:
                 document = self._get(path, shape=_holding_list("resources"))
             except _RequestFailed as error:
-                self._resource_lists[key] = Failure(
-                    "failed", f"discovery of {path}: {error.failure.message}"
-                )
+                if error.failure.status == "absent":
+                    # 404: gone since /apis listed it (a CRD deleted): none of its kinds.
+                    self._resource_lists[key] = {}
+                else:
+                    self._resource_lists[key] = Failure(
+                        "failed", f"discovery of {path}: {error.failure.message}"
+                    )
             else:
                 kinds: dict[str, tuple[str, bool]] = {}
                 for entry in document["resources"]:

@@ -258,6 +258,18 @@ def test_a_version_whose_discovery_fails_does_not_make_a_kind_none(
     assert "could not list ResourceClaim.resource.k8s.io" in taken.stderr
 
 
+def test_a_group_gone_since_apis_is_simply_none(clean: ApiServer, pki: Pki, tmp_path: Path) -> None:
+    """The GPU Operator's CRD deleted between /apis and /apis/nvidia.com/v1: no
+    ClusterPolicy, as a list's 404 says, not a failed read and exit code 3."""
+    status = b'{"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}'
+    clean.behaviour.replies["/apis/nvidia.com/v1"] = lambda _: (404, status)
+    snap = tmp_path / "snap.json"
+    taken = cli("snapshot", "--kubeconfig", kubeconfig_for(clean, pki, tmp_path), "-o", str(snap))
+    assert taken.returncode == 0, taken.stderr
+    listed = json.loads(snap.read_text())["metadata"]["annotations"]["poolgate.io/listed"]
+    assert "ClusterPolicy.nvidia.com" in listed.split(",")
+
+
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
 def test_the_test_server_reads_the_bearer_scheme_case_insensitively(
     lab: ApiServer, pki: Pki, scheme: str

@@ -240,3 +240,22 @@ def test_a_certificate_that_does_not_verify_is_not_retried(
     with pytest.raises(ClusterError, match="CERTIFICATE_VERIFY_FAILED"):
         connect(Target(str(config)), Settings(sleep=sleeps)).discover([])
     assert sleeps == []
+
+
+@pytest.mark.parametrize(("status", "outcome"), [(404, "absent"), (503, "failed")])
+def test_a_group_version_document_gone_since_apis_is_absent(
+    lab: ApiServer, pki: Pki, tmp_path: Path, status: int, outcome: str
+) -> None:
+    """Found in review: a CRD deleted between /apis and its group-version document
+    (404) made the kind failed, and the audit exit 3; a list's 404 already meant none.
+    Any other answer there still cannot tell whether the kind exists."""
+    sleeps = Sleeps()
+    cluster = connected(lab, pki, tmp_path, sleep=sleeps)
+    body = b'{"kind": "Status", "apiVersion": "v1", "status": "Failure"}'
+    lab.behaviour.replies["/apis/nvidia.com/v1"] = lambda _: (status, body)
+    resource = find("nvidia.com", "ClusterPolicy")
+    assert resource is not None
+    found = cluster.discover([resource])[resource]
+    assert isinstance(found, Failure) and found.status == outcome, found
+    assert len(sleeps) == (0 if status == 404 else 4)
+    cluster.close()
