@@ -38,6 +38,7 @@ from urllib.parse import quote
 from scanner.sources import apihttp
 from scanner.sources.kubeconfig import (
     ClientLog,
+    TokenFile,
     check_server,
     context_name,
     in_cluster,
@@ -45,6 +46,7 @@ from scanner.sources.kubeconfig import (
     kubeconfig_from_env,
     merged,
     one_line,
+    token_file,
     unsupported_auth_provider,
 )
 from scanner.sources.kubeconfig import ClusterError as ClusterError
@@ -521,6 +523,9 @@ def connect(target: Target, settings: Settings) -> Cluster:
                         client_configuration=configuration,
                         persist_config=False,
                     )
+            rotating = token_file(config_dict, context)
+            if rotating is not None:  # the client reads it once; kubelet rotates it
+                configuration.refresh_api_key_hook = TokenFile(rotating)
     except ConfigException as error:
         raise ClusterError(
             f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"

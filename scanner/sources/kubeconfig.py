@@ -14,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from scanner.errors import PoolgateError
@@ -248,15 +249,64 @@ def unsupported_auth_provider(config: Mapping[str, Any], context: str) -> str | 
     """The ``auth-provider`` of ``context``'s user in ``config`` (``merged``) when the
     client cannot use it (it would send the requests without credentials, and the API
     server answer 401)."""
+    provider = _user(config, context).get("auth-provider")
+    name = provider.get("name") if isinstance(provider, Mapping) else None
+    if isinstance(name, str) and name not in SUPPORTED_AUTH_PROVIDERS:
+        return name
+    return None
+
+
+def token_file(config: Mapping[str, Any], context: str) -> str | None:
+    """The ``tokenFile`` (its path resolved by ``merged``) whose token the client sends
+    for ``context``'s user: None when the user has none, or when an ``auth-provider``
+    or a ``token`` comes first (the client's order)."""
+    user = _user(config, context)
+    path = user.get("tokenFile")
+    if not isinstance(path, str) or not path or "auth-provider" in user or user.get("token"):
+        return None
+    return path
+
+
+def _user(config: Mapping[str, Any], context: str) -> Mapping[str, Any]:
+    """The ``user`` body of ``context``'s user in ``config`` (``merged``); empty if none."""
     found = [c for c in config["contexts"] if c.get("name") == context]
     if not found or not isinstance(found[0].get("context"), Mapping):
-        return None
+        return {}
     user_name = found[0]["context"].get("user")
     for user in config["users"]:
         body = user.get("user")
         if user.get("name") == user_name and isinstance(body, Mapping):
-            provider = body.get("auth-provider")
-            name = provider.get("name") if isinstance(provider, Mapping) else None
-            if isinstance(name, str) and name not in SUPPORTED_AUTH_PROVIDERS:
-                return name
-    return None
+            return body
+    return {}
+
+
+TOKEN_FILE_REREAD: Final = 60.0
+"""Seconds between reads of a kubeconfig ``tokenFile``, as client-go re-reads one."""
+
+
+class TokenFile:
+    """A client ``refresh_api_key_hook`` that reads a ``tokenFile`` again every
+    ``TOKEN_FILE_REREAD`` seconds. The client reads it once; a projected service account
+    token rotated during a long audit then made every later request 401.
+
+    The client calls the hook before each request. A file that cannot be read, or is
+    empty, keeps the last token, as client-go keeps the last one it read."""
+
+    def __init__(self, path: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._path = path
+        self._clock = clock
+        self._period = TOKEN_FILE_REREAD
+        self._next = clock() + self._period  # the client has just read it
+
+    def __call__(self, configuration: Any) -> None:
+        now = self._clock()
+        if now < self._next:
+            return
+        self._next = now + self._period
+        try:
+            with open(self._path, encoding="utf-8") as file:
+                token = file.read().strip()  # trimmed, as client-go trims it
+        except (OSError, UnicodeDecodeError):
+            return
+        if token:
+            configuration.api_key["BearerToken"] = f"Bearer {token}"

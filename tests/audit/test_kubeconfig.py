@@ -12,10 +12,15 @@ import json
 import os
 import socket
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
+
+from scanner.sources.cluster import Served, Settings, Target, connect
+from scanner.sources.kubeconfig import TokenFile
+from scanner.sources.resources import find
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
 from .conftest import CONTEXT, TOKEN, cli, poolgate
@@ -249,6 +254,45 @@ def test_a_token_file_ending_in_a_line_break_is_trimmed_as_client_go_does(
     result = cli("audit", "--kubeconfig", str(path), "--format", "json")
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["findings"]
+
+
+def test_a_rotated_token_file_is_read_again(
+    lab: ApiServer, pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review: a ``tokenFile`` was read once, so a projected token that kubelet
+    rotated during the audit made every later kind fail with 401. The file is read
+    again (here on every request; ``TokenFile`` keeps it to once a minute), relative to
+    the kubeconfig and trimmed."""
+    monkeypatch.setattr("scanner.sources.kubeconfig.TOKEN_FILE_REREAD", 0.0)
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    path = edited(good(lab, pki, tmp_path), "kc", set_user({"tokenFile": "token"}))
+    cluster = connect(Target(str(path)), Settings())
+    node = find("", "Node")
+    assert node is not None
+    nodes = cluster.discover([node])[node]
+    assert isinstance(nodes, Served)
+    assert len(cluster.list_objects(nodes)) == 2
+    lab.token = "rotated-token"
+    (tmp_path / "token").write_text("rotated-token\n")
+    assert len(cluster.list_objects(nodes)) == 2
+    cluster.close()
+
+
+def test_a_token_file_is_read_again_once_a_minute(tmp_path: Path) -> None:
+    now = [1000.0]
+    path = tmp_path / "token"
+    refresh = TokenFile(str(path), clock=lambda: now[0])
+    configuration = SimpleNamespace(api_key={"BearerToken": "Bearer first"})
+    path.write_text("second\n")
+    refresh(configuration)
+    assert configuration.api_key["BearerToken"] == "Bearer first"  # just read by the client
+    now[0] += 60
+    refresh(configuration)
+    assert configuration.api_key["BearerToken"] == "Bearer second"
+    path.unlink()  # between kubelet's remove and write: the last token stays
+    now[0] += 60
+    refresh(configuration)
+    assert configuration.api_key["BearerToken"] == "Bearer second"
 
 
 def test_paths_in_several_kubeconfig_files_are_relative_to_their_own_file(
