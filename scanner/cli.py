@@ -298,6 +298,15 @@ cluster_options = [
         help="Seconds to wait for one API response before retrying.",
     ),
     click.option(
+        "--deadline",
+        type=click.FloatRange(min=1.0),
+        callback=_finite,
+        default=2700.0,
+        show_default=True,
+        help="Seconds reading the cluster may take in all; kinds not read by then are "
+        "reported as not read (exit code 3). Keep it under the Job's activeDeadlineSeconds.",
+    ),
+    click.option(
         "--enable",
         multiple=True,
         help="Enable rule ids (repeatable, comma-separated); wins over the config.",
@@ -348,6 +357,7 @@ def _read_live(
     kube_context: str | None,
     page_size: int,
     request_timeout: float,
+    deadline: float,
     progress: bool,
 ) -> Any:
     """The objects ``ruleset``'s rules read, listed from the cluster (a Capture)."""
@@ -356,7 +366,7 @@ def _read_live(
 
     return auditing.read_cluster(
         Target(kubeconfig, kube_context),
-        Settings(page_size=page_size, request_timeout=request_timeout),
+        Settings(page_size=page_size, request_timeout=request_timeout, deadline=deadline),
         ruleset.rules,
         ruleset.config.operator_namespaces,
         auditing.stderr_progress(progress),
@@ -400,6 +410,7 @@ def audit(
     progress: bool,
     page_size: int,
     request_timeout: float,
+    deadline: float,
     enable: tuple[str, ...],
     disable: tuple[str, ...],
     config_file: Path | None,
@@ -443,7 +454,7 @@ def audit(
             capture = snapshot.read(snapshot_file, kube_context)
         else:
             capture = _read_live(
-                ruleset, kubeconfig, kube_context, page_size, request_timeout, progress
+                ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
             )
         report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
         lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
@@ -500,6 +511,7 @@ def snapshot_command(
     progress: bool,
     page_size: int,
     request_timeout: float,
+    deadline: float,
     enable: tuple[str, ...],
     disable: tuple[str, ...],
     config_file: Path | None,
@@ -520,7 +532,9 @@ def snapshot_command(
     if not destination.is_stdout:
         output.check_writable(Path(output_file))
     ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
-    capture = _read_live(ruleset, kubeconfig, kube_context, page_size, request_timeout, progress)
+    capture = _read_live(
+        ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
+    )
     output.write(destination, partial(snapshot.write, capture))
     for item in capture.unavailable:
         where = f" in namespace {item.namespace}" if item.namespace else ""

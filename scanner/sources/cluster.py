@@ -15,7 +15,10 @@ Every list is paginated (``limit``/``continue``); an expired continue token
 (``410 Gone``) restarts the list from scratch, so the objects of one kind come
 from one consistent list. ``429`` and ``5xx`` answers,
 timeouts and dropped connections are retried with a bounded backoff (``429``
-honours ``Retry-After``). A ``403`` on one kind is not fatal: that kind is
+honours ``Retry-After``). The whole read has a deadline (``Settings.deadline``): once
+it has passed, no request is made and no retry waited for, and every kind not yet
+read is ``not read``, so a nightly audit still writes its report before its Job's
+own deadline kills it. A ``403`` on one kind is not fatal: that kind is
 reported ``forbidden`` and the audit goes on. Discovery (``/api``, ``/apis``
 and the group-version documents) decides which kinds exist, so groups a cluster
 does not serve (no Karpenter, no GPU Operator) are skipped quietly.
@@ -96,7 +99,13 @@ class Settings:
     """Seconds to wait for one response (read timeout)."""
     connect_timeout: float = 10.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    deadline: float = 2700.0
+    """Seconds from ``connect`` that reading the cluster may take in all. An API server
+    that stops answering costs five request timeouts and the backoff per kind (300 s
+    at the defaults): without it, two dozen kinds outlast the nightly Job's
+    ``activeDeadlineSeconds`` (3600), which kills it before any report is written."""
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +125,8 @@ class Served:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why a request did not give an answer: ``forbidden``, ``absent`` or ``failed``."""
+    """Why a request did not give an answer: ``forbidden``, ``absent``, ``failed``, or
+    ``not read`` (the deadline passed first)."""
 
     status: str
     message: str
@@ -144,6 +154,7 @@ class Cluster:
         self.context = context
         self.host = host
         self._settings = settings
+        self._ends = settings.clock() + settings.deadline
         self._group_versions: dict[str, list[str]] = {}
         self._preferred: dict[str, str] = {}
         self._resource_lists: dict[tuple[str, str], dict[str, tuple[str, bool]] | Failure] = {}
@@ -357,10 +368,13 @@ class Cluster:
         last = "no answer"
         for attempt in range(settings.retry.attempts):
             retry_after: float | None = None
+            left = self._time_left()
+            if left <= 0:
+                raise _RequestFailed(self._past_deadline(last if attempt else ""))
+            # No request runs past the deadline either.
+            timeout = (min(settings.connect_timeout, left), min(settings.request_timeout, left))
             try:
-                status, data, headers = apihttp.raw_get(
-                    self._client, path, query, (settings.connect_timeout, settings.request_timeout)
-                )
+                status, data, headers = apihttp.raw_get(self._client, path, query, timeout)
                 if 200 <= status < 300:
                     body = apihttp.decode(data)
                     wrong = shape(body) if shape is not None else ""
@@ -391,10 +405,20 @@ class Cluster:
             except ValueError as error:  # a 2xx body that is not a JSON object
                 last = f"unreadable response: {error}"
             if attempt + 1 < settings.retry.attempts:
-                settings.sleep(settings.retry.delay(attempt, retry_after))
+                delay = settings.retry.delay(attempt, retry_after)
+                settings.sleep(max(min(delay, self._time_left()), 0.0))
         raise _RequestFailed(
             Failure("failed", f"{last} (gave up after {settings.retry.attempts} attempts)")
         )
+
+    def _time_left(self) -> float:
+        return self._ends - self._settings.clock()
+
+    def _past_deadline(self, last: str) -> Failure:
+        """Why a request was not made (again): the deadline passed; ``last``, what the
+        tries before it got."""
+        text = f"the deadline for reading the cluster ({self._settings.deadline:g} s) passed"
+        return Failure("not read", f"{text}; the last try: {last}" if last else text)
 
 
 def _a_list(body: Mapping[str, Any]) -> str:

@@ -259,3 +259,45 @@ def test_a_group_version_document_gone_since_apis_is_absent(
     assert isinstance(found, Failure) and found.status == outcome, found
     assert len(sleeps) == (0 if status == 404 else 4)
     cluster.close()
+
+
+class Clock:
+    """Time that passes only when the backoff sleeps: a deadline test waits for nothing."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_past_the_deadline_the_remaining_kinds_are_not_read(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    """Found in review: an API server that stops answering cost each kind five request
+    timeouts and the backoff (307 s at the defaults), so the nightly Job was killed at
+    its activeDeadlineSeconds with no report at all. Past the deadline no request is
+    made and no backoff waited for; every kind left is not read, never none."""
+    from scanner.audit import capture_live
+
+    clock = Clock()
+    cluster = connected(lab, pki, tmp_path, deadline=10.0, clock=clock, sleep=clock.sleep)
+    kinds = [find("", "Node"), find("apps", "Deployment"), find("batch", "Job")]
+    resources = [resource for resource in kinds if resource is not None]
+    for label in ("nodes", "deployments.apps", "jobs.batch"):
+        lab.behaviour.faults[label] = [Fault(status=503)] * 10
+    capture = capture_live(cluster, resources, [])
+    cluster.close()
+    assert capture.listed == frozenset()
+    outcomes = [(item.kind, item.status) for item in capture.unavailable]
+    assert outcomes == [("Node", "failed"), ("Deployment", "not read"), ("Job", "not read")]
+    # The backoff's last wait is cut to the deadline, and nothing is tried after it.
+    assert clock.sleeps == [0.5, 1.0, 2.0, 4.0, 0.5, 1.0, 1.0] and clock.now == 10.0
+    assert len(lab.queries("/apis/apps/v1/deployments")) == 3
+    assert lab.queries("/apis/batch/v1/jobs") == []
+    assert "deadline for reading the cluster (10 s) passed" in capture.unavailable[2].message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from functools import cache
@@ -108,6 +109,9 @@ def test_cronjob_runs_the_audit_as_a_dedicated_non_root_identity() -> None:
     script = container["args"][0]
     assert "poolgate audit --fail-on never" in script
     assert "--compare latest.json" in script
+    # Reading the cluster ends in time to write a report before the Job is killed.
+    [deadline] = re.findall(r"--deadline (\d+)", script)
+    assert int(deadline) <= cronjob["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] - 600
     [binding] = of_kind("ClusterRoleBinding")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "poolgate"}

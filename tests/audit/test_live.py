@@ -484,3 +484,25 @@ def test_snapshot_and_kubeconfig_exclude_each_other(kubeconfig: Path, tmp_path: 
     result = cli("audit", "--kubeconfig", str(kubeconfig), "--snapshot", str(tmp_path / "s.json"))
     assert result.returncode == 2
     assert "--snapshot and --kubeconfig exclude each other" in result.stderr
+
+
+def test_an_api_server_that_stops_answering_still_gives_a_report(
+    lab: ApiServer, kubeconfig: Path
+) -> None:
+    """Found in review: with no overall budget, an API server that stopped answering
+    after discovery kept the nightly Job busy past its activeDeadlineSeconds, which
+    killed it with no report. Past --deadline the kinds left are reported as not
+    read, with the rules they stopped (exit code 3), and the report is written."""
+    import time
+
+    for kind in lab.kinds:
+        lab.behaviour.faults[kind.label] = [Fault(delay=0.6)] * 10
+    started = time.monotonic()
+    limits = ("--request-timeout", "0.3", "--deadline", "1")
+    result = cli("audit", "--kubeconfig", str(kubeconfig), "--format", "json", *limits)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 3, result.stderr
+    notes = [note["message"] for note in report(result)["notifications"]]
+    assert any(note.startswith("cannot list Pod: not read: the deadline") for note in notes)
+    assert any("rules that did not run: " in note for note in notes)
+    assert len(notes) > 10  # every kind the lab serves and the rules read
