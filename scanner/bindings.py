@@ -84,6 +84,9 @@ class BoundProgram:
     def evaluate(self, activation: Any) -> Any:
         return self.program.evaluate(activation)
 
+    def variable_value(self, activation: Any) -> Any:
+        return self.program.variable_value(activation)
+
 
 def bind_rules(
     rules: Iterable[Rule], engine: Engine, subjects: Mapping[str, Sized] | None = None

@@ -610,7 +610,8 @@ def _programs(rule: Rule) -> Iterator[Program]:
 def _bind_variables(
     rule: Rule, subject: Subject, engine: Engine, globals_: Mapping[str, Any], activation: Any
 ) -> Any:
-    """Evaluate ``variables`` in order; each sees the ones before it as ``variables.<name>``."""
+    """Evaluate ``variables`` in order; each sees the ones before it as ``variables.<name>``,
+    with the CEL type the engine keeps for it (``Program.variable_value``)."""
     values: dict[str, Any] = {}
     base = {
         **globals_,
@@ -620,7 +621,7 @@ def _bind_variables(
         "params": rule.params,
     }
     for name, program in rule.variables:
-        values[name] = program.evaluate(activation)
+        values[name] = program.variable_value(activation)
         activation = engine.activation({**base, "variables": dict(values)})
     return activation
 

@@ -29,6 +29,8 @@ class FakeProgram:
             raise value
         return value
 
+    variable_value = evaluate
+
 
 class FakeEngine:
     name = "fake"

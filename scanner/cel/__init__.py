@@ -9,8 +9,10 @@ engine     package              role
 =========  ===================  ==================================================
 
 Both engines receive plain Python values and return plain Python values
-(``bool``, ``int``, ``float``, ``str``, ``None``, ``list``, ``dict``), so the rest of
-poolgate never sees an engine's own types.
+(``bool``, ``int``, ``float``, ``str``, ``None``, ``list``, ``dict``; CEL bytes,
+timestamps and durations as ``bytes``/``bytearray``, ``datetime`` and ``timedelta``),
+so the rest of poolgate never sees an engine's own types. A CEL type value (``type(x)``)
+is the one exception: each engine returns its own object for it.
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ class Program(Protocol):
         """The plain Python result; raises ``CelEvalError`` when evaluation fails."""
         ...
 
+    def variable_value(self, activation: Any) -> Any:
+        """The result as a rule variable, for ``Engine.activation`` to bind: unlike
+        ``evaluate``, it may keep CEL types plain values lose (a uint, a type)."""
+        ...
+
 
 class Engine(Protocol):
     """A CEL implementation. ``compile`` raises ``CelError`` with a 1-based position."""
@@ -89,7 +96,8 @@ class Engine(Protocol):
     def compile(self, source: str, result: ResultKind) -> Program: ...
 
     def activation(self, data: Mapping[str, Any]) -> Any:
-        """Bind ``data`` (variable name -> plain value) once, for many evaluations."""
+        """Bind ``data`` (variable name -> plain value, or a ``Program.variable_value``)
+        once, for many evaluations."""
         ...
 
     def save_cache(self) -> None:

@@ -95,6 +95,10 @@ class CppProgram:
             raise CelEvalError(f"must evaluate to {self.result.value}, got {_type_name(plain)}")
         return plain
 
+    # cel-expr-python's activations take plain values only: a timestamp, a duration or
+    # a type handed back is an error where an expression reads it, and a uint an int.
+    variable_value = evaluate
+
 
 def _status_message(text: str) -> str:
     """cel-cpp's iteration limit, in the words the pure-Python engine uses for it too."""

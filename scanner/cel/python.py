@@ -8,6 +8,7 @@ time, so both engines reject the same rules.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 from collections.abc import Mapping
@@ -16,7 +17,6 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
-from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
@@ -38,6 +38,16 @@ class PythonProgram:
     result: ResultKind
 
     def evaluate(self, activation: Any) -> Any:
+        return self._checked(self._run(activation))
+
+    def variable_value(self, activation: Any) -> Any:
+        """celpy's own value: ``PythonEngine.activation`` takes it back unchanged, so a
+        variable keeps its CEL type (a uint, a timestamp, bytes, a type)."""
+        value = self._run(activation)
+        self._checked(value)
+        return value
+
+    def _run(self, activation: Any) -> Any:
         try:
             value = self.runner.evaluate(activation)
         except CELEvalError as error:
@@ -54,6 +64,10 @@ class PythonProgram:
             raise CelEvalError(f"{type(error).__name__}: {error}") from None
         if isinstance(value, CELEvalError):
             raise CelEvalError(_eval_message(value))
+        return value
+
+    def _checked(self, value: Any) -> Any:
+        """The plain value, once it holds no error and is of the kind the program must give."""
         plain = to_plain(value)
         if not self.result.accepts(plain):
             raise CelEvalError(f"must evaluate to {self.result.value}, got {type(plain).__name__}")
@@ -79,9 +93,51 @@ def to_plain(value: Any) -> Any:
         return [to_plain(item) for item in value]
     if isinstance(value, celtypes.MapType | dict):
         return {to_plain(key): to_plain(item) for key, item in value.items()}
+    if isinstance(value, celtypes.BytesType):
+        return bytes(value)
+    if isinstance(value, celtypes.TimestampType):
+        moment = datetime.datetime(*value.timetuple()[:6], value.microsecond, value.tzinfo)
+        return moment.astimezone(datetime.UTC)  # as cel-cpp returns every timestamp
+    if isinstance(value, celtypes.DurationType):
+        return datetime.timedelta(value.days, value.seconds, value.microseconds)
     if isinstance(value, CELEvalError):
         raise CelEvalError(_eval_message(value))
+    return value  # a type: celpy's own class, as cel-cpp returns its own object
+
+
+def to_cel(value: Any) -> Any:
+    """Plain values -> celpy values, as ``json_to_cel`` and for bytes too; celpy values
+    (a rule variable's ``variable_value``) and anything else pass through unchanged."""
+    convert = _TO_CEL.get(value.__class__)
+    if convert is not None:
+        return convert(value)
+    if isinstance(value, Mapping) and not isinstance(value, celtypes.MapType):
+        return _map(value)
     return value
+
+
+def _list(value: Any) -> Any:
+    return celtypes.ListType([to_cel(item) for item in value])
+
+
+def _map(value: Any) -> Any:
+    return celtypes.MapType({to_cel(key): to_cel(item) for key, item in value.items()})
+
+
+_TO_CEL: dict[type, Any] = {
+    str: celtypes.StringType,
+    dict: _map,
+    list: _list,
+    bool: celtypes.BoolType,
+    int: celtypes.IntType,
+    float: celtypes.DoubleType,
+    type(None): lambda value: None,
+    tuple: _list,
+    bytes: celtypes.BytesType,
+    bytearray: celtypes.BytesType,
+    datetime.datetime: celtypes.TimestampType,
+    datetime.timedelta: celtypes.DurationType,
+}
 
 
 def _joined(items: Any, separator: Any) -> Any:
@@ -125,9 +181,9 @@ class PythonEngine:
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         try:
-            return {name: json_to_cel(value) for name, value in data.items()}
+            return {name: to_cel(value) for name, value in data.items()}
         except (ValueError, OverflowError):  # an int outside int64 somewhere in the data
-            return {name: json_to_cel(_int64_safe(value)) for name, value in data.items()}
+            return {name: to_cel(_int64_safe(value)) for name, value in data.items()}
 
 
 def _int64_safe(value: Any) -> Any:
@@ -136,7 +192,7 @@ def _int64_safe(value: Any) -> Any:
     Sources already read such numbers as floats (yamlwalk), as the API server does;
     this keeps a derived fact that overflows from failing the whole scan.
     """
-    if isinstance(value, bool):
+    if isinstance(value, bool | _CEL_VALUES):
         return value
     if isinstance(value, int):
         if -(2**63) <= value < 2**63:
@@ -149,3 +205,7 @@ def _int64_safe(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: _int64_safe(item) for key, item in value.items()}
     return value
+
+
+_CEL_VALUES = (celtypes.IntType, celtypes.UintType, celtypes.ListType, celtypes.MapType)
+"""celpy values ``_int64_safe`` leaves alone: a rule variable's, already in range."""
