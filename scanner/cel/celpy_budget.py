@@ -13,9 +13,10 @@ count the same iterations, which means doing the same work cel-cpp does:
 * ``map``, ``filter`` and ``exists_one`` visit every element even after an error,
   and keep the first error as their result.
 
-Values follow cel-python's own operators (``logical_and``, ``logical_or``), so only
-the amount of work changes; ``tests/hostile/test_rule_cost.py`` checks that both
-engines stop at the same list length for each kind of comprehension.
+Values follow the ``&&`` and ``||`` the python engine uses
+(``scanner.cel.celpy_functions``), so only the amount of work changes;
+``tests/hostile/test_rule_cost.py`` checks that both engines stop at the same list
+length for each kind of comprehension.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import Any, TypeAlias, cast
 
 import lark
 from celpy import InterpretedRunner, celtypes
-from celpy.evaluation import Activation, CELEvalError, Evaluator, eval_error
+from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from scanner.cel.budget import MACROS, MAX_ITERATIONS
+from scanner.cel.celpy_functions import logical_and, logical_or
 
 _Tree: TypeAlias = "lark.Tree[Any]"
 
@@ -35,8 +37,8 @@ class IterationLimit(Exception):
     """The evaluation reached ``MAX_ITERATIONS``; it is abandoned, not turned into a value."""
 
 
-_and = eval_error("no such overload", TypeError)(celtypes.logical_and)
-_or = eval_error("no such overload", TypeError)(celtypes.logical_or)
+_and = logical_and
+_or = logical_or
 
 
 class CountingEvaluator(Evaluator):

@@ -8,6 +8,8 @@ which take and return celpy values.
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 from typing import Any
 
 from celpy import celtypes
@@ -22,6 +24,8 @@ from celpy.evaluation import CELEvalError, base_functions
 def _string(value: Any) -> Any:
     if value is None:
         return _no_overload("string")
+    if kind_of(value) in ("list", "map"):  # celpy wrote its own repr
+        return _no_overload("string", value)
     if isinstance(value, celtypes.BoolType | bool):
         return celtypes.StringType("true" if value else "false")
     if isinstance(value, float):  # DoubleType, and the plain floats celpy's arithmetic makes
@@ -77,43 +81,244 @@ def _in(item: Any, container: Any) -> Any:
     if isinstance(container, CELEvalError):
         return container
     if not isinstance(container, celtypes.ListType | celtypes.MapType | list | dict):
-        return CELEvalError(f"found no matching overload for '@in' applied to '{_type(container)}'")
+        return CELEvalError(
+            f"found no matching overload for '@in' applied to '{kind_of(container)}'"
+        )
     return celtypes.BoolType(any(_equal(item, candidate) for candidate in container))
 
 
 def _equal(left: Any, right: Any) -> bool:
-    """CEL's heterogeneous equality for ``in``: values of different types are unequal,
-    numbers compare by value across int, uint and double."""
-    booleans = bool | celtypes.BoolType  # BoolType is an int, not a bool
-    if isinstance(left, booleans) or isinstance(right, booleans):
-        return (
-            isinstance(left, booleans) and isinstance(right, booleans) and bool(left) is bool(right)
-        )
-    if isinstance(left, int | float) and isinstance(right, int | float):
+    """CEL's heterogeneous equality: values of different types are unequal (``null``
+    equals only ``null``, ``true`` is not ``1``), numbers compare by value across int,
+    uint and double, lists and maps element by element."""
+    kind, other = kind_of(left), kind_of(right)
+    if kind in _NUMBERS and other in _NUMBERS:
         return _number(left) == _number(right)  # celpy's own types refuse to compare
+    if kind != other:
+        return False
+    if kind == "list":
+        return len(left) == len(right) and all(map(_equal, left, right))
+    if kind == "map":
+        return len(left) == len(right) and all(
+            _equal(item, _get(right, key)) for key, item in left.items()
+        )
+    if kind == "type":
+        return _type_value(left) is _type_value(right)
     try:
         return bool(left == right)
-    except TypeError:
-        return False
+    except TypeError:  # a celpy type and the plain Python value of the same CEL type
+        return bool(_plain(left) == _plain(right))
+
+
+def _get(values: Any, key: Any) -> Any:
+    """``values[key]`` by CEL equality (the key ``1`` finds ``1u``); an error when missing."""
+    if kind_of(key) in _NUMBERS:
+        key = next((candidate for candidate in values if _equal(key, candidate)), key)
+    try:
+        return values[key]
+    except (KeyError, TypeError):
+        return _MISSING
+
+
+_MISSING = CELEvalError("no such key")
+
+
+def _plain(value: Any) -> Any:
+    """A string, bytes or bool as Python's own type: celpy's refuse to meet plain ones."""
+    plain = _PLAIN.get(value.__class__)
+    return value if plain is None else plain(value)
+
+
+_PLAIN: dict[type, Any] = {
+    celtypes.StringType: str,
+    celtypes.BytesType: bytes,
+    celtypes.BoolType: bool,
+}
 
 
 def _number(value: int | float) -> int | float:
     return float(value) if isinstance(value, float) else int(value)
 
 
-def _type(value: Any) -> str:
-    return "null_type" if value is None else type(value).__name__
+def kind_of(value: Any) -> str:
+    """The CEL type name of a celpy value (or of the plain values celpy's operators make:
+    ``+`` on lists gives a Python list, arithmetic on doubles a Python float)."""
+    kind = _KINDS.get(value.__class__)
+    if kind is not None:
+        return kind
+    if isinstance(value, type) or (callable(value) and value in _CONVERSIONS):
+        return "type"
+    return type(value).__name__
 
 
-def _no_overload(name: str) -> CELEvalError:
-    return CELEvalError(f"found no matching overload for '{name}' applied to '(null_type)'")
+_KINDS: dict[type, str] = {
+    celtypes.StringType: "string",
+    celtypes.MapType: "map",
+    celtypes.ListType: "list",
+    celtypes.BoolType: "bool",
+    celtypes.IntType: "int",
+    celtypes.DoubleType: "double",
+    type(None): "null_type",
+    celtypes.UintType: "uint",
+    celtypes.BytesType: "bytes",
+    celtypes.TimestampType: "google.protobuf.Timestamp",
+    celtypes.DurationType: "google.protobuf.Duration",
+    str: "string",
+    dict: "map",
+    list: "list",
+    bool: "bool",
+    int: "int",
+    float: "double",
+    bytes: "bytes",
+}
+_NUMBERS = frozenset({"int", "uint", "double"})
+_ORDERED = frozenset(
+    {"bool", "string", "bytes", "google.protobuf.Timestamp", "google.protobuf.Duration"}
+)
+
+
+def _no_overload(name: str, *values: Any) -> CELEvalError:
+    kinds = ", ".join(kind_of(value) for value in values) if values else "null_type"
+    return CELEvalError(f"found no matching overload for '{name}' applied to '({kinds})'")
+
+
+def _first_error(*values: Any) -> CELEvalError | None:
+    return next((value for value in values if isinstance(value, CELEvalError)), None)
+
+
+def _equals(left: Any, right: Any) -> Any:
+    return _first_error(left, right) or celtypes.BoolType(_equal(left, right))
+
+
+def _differs(left: Any, right: Any) -> Any:
+    return _first_error(left, right) or celtypes.BoolType(not _equal(left, right))
+
+
+def _ordering(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    """``<`` and its kin as cel-cpp has them: between numbers of any of int, uint and
+    double by value; otherwise between two values of one ordered type only."""
+
+    def call(left: Any, right: Any) -> Any:
+        error = _first_error(left, right)
+        if error is not None:
+            return error
+        kind, other = kind_of(left), kind_of(right)
+        if kind in _NUMBERS and other in _NUMBERS:
+            return celtypes.BoolType(compare(_number(left), _number(right)))
+        if kind == other and kind in _ORDERED:
+            return celtypes.BoolType(compare(_plain(left), _plain(right)))
+        return _no_overload(name, left, right)
+
+    return call
+
+
+def logical_and(left: Any, right: Any) -> Any:
+    """``&&`` as cel-cpp has it: ``false`` on either side decides; otherwise an operand
+    that is not a bool is an error (celpy returned the operand itself)."""
+    if _is_bool(left) and _is_bool(right):
+        return celtypes.BoolType(bool(left) and bool(right))
+    if (_is_bool(left) and not left) or (_is_bool(right) and not right):
+        return celtypes.BoolType(False)
+    return _first_error(left, right) or _no_overload("_&&_", left, right)
+
+
+def logical_or(left: Any, right: Any) -> Any:
+    """``||``: ``true`` on either side decides; otherwise as ``logical_and``."""
+    if _is_bool(left) and _is_bool(right):
+        return celtypes.BoolType(bool(left) or bool(right))
+    if (_is_bool(left) and left) or (_is_bool(right) and right):
+        return celtypes.BoolType(True)
+    return _first_error(left, right) or _no_overload("_||_", left, right)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, celtypes.BoolType | bool)
+
+
+def _divide(left: Any, right: Any) -> Any:
+    """IEEE 754 for doubles, as CEL has it (``0.0/0.0`` is NaN, ``-1.0/0.0`` is
+    ``-inf``; celpy gave ``+inf`` for both); celpy's own division otherwise."""
+    if isinstance(left, float) and isinstance(right, float) and float(right) == 0.0:
+        if float(left) == 0.0 or math.isnan(left):
+            return celtypes.DoubleType(math.nan)
+        return celtypes.DoubleType(math.copysign(math.inf, left) * math.copysign(1.0, right))
+    return _arithmetic("_/_", operator.truediv)(left, right)
+
+
+def _modulo(left: Any, right: Any) -> Any:
+    if kind_of(left) == "int" and (int(left), _number(right)) == (_INT64_MIN, -1):
+        raise OverflowError("integer overflow")  # as cel-cpp: the quotient has no int64
+    return _arithmetic("_%_", operator.mod)(left, right)
+
+
+_INT64_MIN = -(2**63)
+
+
+def _arithmetic(name: str, apply: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """No mixing of int, uint and double (celpy added an int to a uint)."""
+
+    def call(left: Any, right: Any) -> Any:
+        error = _first_error(left, right)
+        if error is not None:
+            return error
+        kind, other = kind_of(left), kind_of(right)
+        if kind != other and kind in _NUMBERS and other in _NUMBERS:
+            return _no_overload(name, left, right)
+        return apply(left, right)
+
+    return call
+
+
+def _index(container: Any, index: Any) -> Any:
+    """``l[i]`` and ``m[k]``: a list index in range (celpy took ``l[-1]`` from the end)
+    and of a numeric type (cel-cpp takes ``l[1.0]``), no indexing into strings."""
+    error = _first_error(container, index)
+    if error is not None:
+        return error
+    kind = kind_of(container)
+    if kind == "list":
+        if kind_of(index) not in _NUMBERS or _number(index) != int(_number(index)):
+            return _no_overload("_[_]", container, index)
+        position = int(_number(index))
+        if not 0 <= position < len(container):
+            return CELEvalError(f"index out of range: index={position} size={len(container)}")
+        return container[position]
+    if kind != "map":
+        return _no_overload("_[_]", container, index)
+    return operator.getitem(container, index)
+
+
+_CONVERTERS = {
+    "string": _string,
+    **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
+}
+_CONVERSIONS: dict[Any, Any] = {
+    function: base_functions[name] for name, function in _CONVERTERS.items()
+}
+"""The functions that replace celpy's conversions, and the type each names: as values
+(``type(x) == int``) they are that type."""
+
+
+def _type_value(value: Any) -> Any:
+    return _CONVERSIONS.get(value, value)
 
 
 FUNCTIONS = {
-    "string": _string,
-    **{
-        name: _strict(name, base_functions[name])
-        for name in ("int", "uint", "double", "bool", "size")
-    },
+    **_CONVERTERS,
+    "size": _strict("size", base_functions["size"]),
     "_in_": _in,
+    "_==_": _equals,
+    "_!=_": _differs,
+    "_<_": _ordering("_<_", operator.lt),
+    "_<=_": _ordering("_<=_", operator.le),
+    "_>_": _ordering("_>_", operator.gt),
+    "_>=_": _ordering("_>=_", operator.ge),
+    "_&&_": logical_and,
+    "_||_": logical_or,
+    "_+_": _arithmetic("_+_", operator.add),
+    "_-_": _arithmetic("_-_", operator.sub),
+    "_*_": _arithmetic("_*_", operator.mul),
+    "_/_": _divide,
+    "_%_": _modulo,
+    "_[_]": _index,
 }

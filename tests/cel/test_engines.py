@@ -218,3 +218,100 @@ def test_an_error_celpy_cannot_describe_is_still_an_evaluation_error() -> None:
         cpp.compile(source, ResultKind.BOOL).evaluate(cpp.activation(data))
     with pytest.raises(CelEvalError):
         python.compile(source, ResultKind.BOOL).evaluate(python.activation(data))
+
+
+OPERANDS: dict[str, Any] = {
+    "object": {
+        "a": 1,
+        "f": 1.5,
+        "two": 2.0,
+        "s": "http",
+        "n": None,
+        "b": True,
+        "l": [1, 2, 3],
+        "min": -(2**63),
+    }
+}
+ERROR = CelEvalError
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # == and != across types: unequal, never an error; null equals only null
+        ("object.a != null", True),
+        ("object.f == null", False),
+        ("object.n != 1", True),
+        ("object.a == 'http'", False),  # an int-or-string field such as a probe port
+        ("object.s != 8", True),
+        ("object.l == {}", False),
+        ("[1, 'a', null].filter(x, x != null)", [1, "a"]),
+        ("object.l.exists(x, x == 'a')", False),
+        ("object.b == 1 || dyn(1) == true", False),  # a bool is no number
+        # numbers compare by value across int, uint and double
+        ("object.a == 1.0 && object.two == 2 && object.a == uint(1)", True),
+        ("object.a < 1.5 && object.f > object.a && 2u >= object.a", True),
+        ("[1, 2] == [1, 2.0] && {'k': object.a} == {'k': 1.0}", True),
+        ("type(object.a) == int && type(object.f) == double && type(1u) == uint", True),
+        ("type(object.s) == string && type(object.b) == bool && type(object.a) != uint", True),
+        # ordering only within a type, or between numbers
+        ("object.s < 1", ERROR),
+        ("object.b < 1", ERROR),
+        ("false < object.b && 'a' < object.s", True),
+    ],
+)
+def test_comparisons_across_types(engine: Any, source: str, expected: object) -> None:
+    """Found in review: celpy refused == between an int and a string, a double and null,
+    an int and a double, and said true == 1."""
+    _assert_result(engine, source, expected)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("string(-object.f / 0.0)", "-inf"),
+        ("0.0 / 0.0 == 0.0 / 0.0", False),  # NaN
+        ("object.f / 0.0 > 0.0", True),
+        ("object.a / 0", ERROR),
+        ("object.min % -1", ERROR),  # int64 min % -1 overflows
+        ("object.a * 1u", ERROR),  # no arithmetic mixing int, uint and double
+        ("object.f + 1u", ERROR),
+    ],
+)
+def test_arithmetic(engine: Any, source: str, expected: object) -> None:
+    """Found in review: celpy divided a double by zero into +inf whatever the dividend,
+    took int64 min % -1 as 0 and multiplied an int by a uint."""
+    _assert_result(engine, source, expected)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("object.l[-1]", ERROR),
+        ("object.l[3]", ERROR),
+        ("object.l[1u] + object.l[1.0]", 4),
+        ("object.l[1.5]", ERROR),
+        ("object.s[0]", ERROR),
+        ("string(object.l)", ERROR),
+        ("string(dyn({'k': object.s}))", ERROR),
+        ("true && object.s", ERROR),
+        ("object.s || false", ERROR),
+        ("[true, 1].all(x, x)", ERROR),
+        ("object.s && false", False),  # false decides, as an error would be absorbed
+        ("object.n || true", True),
+    ],
+)
+def test_what_cel_does_not_overload_is_an_error(engine: Any, source: str, expected: object) -> None:
+    """Found in review: celpy read a list from the end, indexed strings, wrote a list's
+    Python repr for string(), and gave `true && "x"` the value "x"."""
+    _assert_result(engine, source, expected)
+
+
+def _assert_result(engine: Any, source: str, expected: object) -> None:
+    program = engine.compile(source, ResultKind.ANY)
+    if expected is ERROR:
+        with pytest.raises(CelEvalError):
+            program.evaluate(engine.activation(OPERANDS))
+    else:
+        value = program.evaluate(engine.activation(OPERANDS))
+        assert (value, type(value)) == (expected, type(expected))

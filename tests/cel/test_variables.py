@@ -58,6 +58,7 @@ def _findings(
     [
         ("bytes(object.metadata.name)", "variables.v == b'train'"),
         ("type(object.data)", "variables.v == map"),
+        ("type(object.n)", "variables.v == int && variables.v != uint"),
         ("uint(object.n)", "variables.v > 2u && variables.v + 1u == 4u"),
         ("[uint(object.n)]", "variables.v[0] == 3u"),
         ("timestamp('2024-01-01T00:00:00Z')", "variables.v + duration('1h') > variables.v"),
