@@ -11,7 +11,8 @@ count the same iterations, which means doing the same work cel-cpp does:
   cel-cpp, a loop that stops early counts one more iteration: the one whose loop
   condition check stopped it;
 * ``map``, ``filter`` and ``exists_one`` visit every element even after an error,
-  and keep the first error as their result.
+  and keep the first error as their result; ``map(x, p, t)`` (celpy fails on it)
+  transforms the elements its predicate keeps, one iteration each.
 
 Values follow the ``&&`` and ``||`` the python engine uses
 (``scanner.cel.celpy_functions``), so only the amount of work changes;
@@ -95,11 +96,8 @@ class CountingEvaluator(Evaluator):
     def member_dot_arg(self, tree: _Tree) -> Any:
         member, method = cast(tuple[_Tree, lark.Token], tree.children[:2])
         arguments = tree.children[2] if len(tree.children) > 2 else None
-        if (
-            method.value not in MACROS
-            or not isinstance(arguments, lark.Tree)
-            or len(arguments.children) != 2
-        ):
+        arity = len(arguments.children) if isinstance(arguments, lark.Tree) else 0
+        if method.value not in MACROS or arity not in ((2, 3) if method.value == "map" else (2,)):
             return super().member_dot_arg(tree)  # methods, and macro forms celpy rejects
         items = self.visit(member)
         if isinstance(items, CELEvalError):
@@ -109,9 +107,9 @@ class CountingEvaluator(Evaluator):
             return CELEvalError(
                 f"no matching overload for {method.value}() over {type(items).__name__}"
             )
-        variable_tree, body_tree = cast(tuple[_Tree, _Tree], arguments.children)
+        variable_tree, *body_trees = cast(list[_Tree], cast(_Tree, arguments).children)
         identifier = next(variable_tree.find_data("ident")).children[0]
-        body = self.sub_evaluator(body_tree)
+        *predicate, body = [self.sub_evaluator(body_tree) for body_tree in body_trees]
         name = cast(lark.Token, identifier).value
 
         def step(item: Any, run: bool = True) -> Any:
@@ -121,6 +119,12 @@ class CountingEvaluator(Evaluator):
             if not run:
                 return None
             try:
+                if predicate:  # map(x, p, t): t of the items p keeps, in one iteration
+                    keep = _decision(predicate[0].evaluate({name: item}))
+                    if isinstance(keep, CELEvalError):
+                        return keep
+                    if not keep:
+                        return _SKIPPED
                 return body.evaluate({name: item})
             except CELEvalError as error:
                 return error
@@ -181,6 +185,8 @@ def _map(items: list[Any], step: Any) -> Any:
     results, error = [], None
     for item in items:
         value = step(item)
+        if value is _SKIPPED:
+            continue
         if isinstance(value, CELEvalError):
             error = value if error is None else error
         else:
@@ -197,6 +203,10 @@ def _filter(items: list[Any], step: Any) -> Any:
         elif value:
             kept.append(item)
     return error if error is not None else celtypes.ListType(kept)
+
+
+_SKIPPED = object()
+"""What ``step`` gives for an item the predicate of ``map(x, p, t)`` leaves out."""
 
 
 def _decision(value: Any) -> Any:

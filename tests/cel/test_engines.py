@@ -315,3 +315,19 @@ def _assert_result(engine: Any, source: str, expected: object) -> None:
     else:
         value = program.evaluate(engine.activation(OPERANDS))
         assert (value, type(value)) == (expected, type(expected))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("object.l.map(x, x > 1, x * 2)", [4, 6]),
+        ("object.l.map(x, x > 5, x)", []),
+        ("{'k': 1, 'j': 2}.map(k, k == 'k', k + '!')", ["k!"]),
+        ("object.l.map(x, x, x)", ERROR),  # the predicate must be a bool
+        ("object.l.map(x, x > 1, 1 / (x - 3))", ERROR),
+    ],
+)
+def test_map_with_a_predicate(engine: Any, source: str, expected: object) -> None:
+    """Found in review: both engines accepted map(x, p, t) at load, celpy failed on it
+    at evaluation ("too many values to unpack")."""
+    _assert_result(engine, source, expected)

@@ -192,6 +192,7 @@ COUNT_CASES = [
     ("object.l.exists(x, x == 9)", 5),
     ("object.l.exists_one(x, x == 0)", 5),
     ("object.l.map(x, x.foo)", 5),  # errors do not stop map
+    ("object.l.map(x, x > 1, x * 2)", 5),  # one iteration each, kept or not
     ("object.l.filter(x, x > 1)", 5),
     ("object.l.filter(x, x == 1 ? true : x.bar)", 5),
     ("object.l.all(x, x.foo == 1 || x > 3)", 5),  # errors do not stop all
