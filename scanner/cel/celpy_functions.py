@@ -240,7 +240,8 @@ def _divide(left: Any, right: Any) -> Any:
     ``-inf``; celpy gave ``+inf`` for both); celpy's own division otherwise."""
     if isinstance(left, float) and isinstance(right, float) and float(right) == 0.0:
         if float(left) == 0.0 or math.isnan(left):
-            return celtypes.DoubleType(math.nan)
+            # x86's default NaN has its sign bit set: cel-cpp writes string(0.0/0.0) "-nan"
+            return celtypes.DoubleType(-math.nan)
         return celtypes.DoubleType(math.copysign(math.inf, left) * math.copysign(1.0, right))
     return _arithmetic("_/_", operator.truediv)(left, right)
 
