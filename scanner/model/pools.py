@@ -518,11 +518,16 @@ def _target(
         "missingResources": [r for r in requested if not _advertised(r, advertises)],
         "maxGpusPerNode": max(member["gpuCount"] for member in reachable),
         "perNode": {name: max(per_node(name, m) for m in reachable) for name in requested},
+        "perPod": {
+            name: max(per_node(name, m, whole_pod=True) for m in reachable) for name in requested
+        },
     }
 
 
-def per_node(resource: str, member: Mapping[str, Any]) -> int:
-    """How many ``resource`` one node like ``member`` has; 0 when unknown (PG108).
+def per_node(resource: str, member: Mapping[str, Any], *, whole_pod: bool = False) -> int:
+    """How many ``resource`` one node like ``member`` gives one container; with
+    ``whole_pod``, all the pod's containers together (it has them all). 0 when unknown
+    (PG108).
 
     Whole GPUs count as what a live Node's status shows (a mixed-strategy node
     advertises its GPUs less those split into slices), else the node's GPUs
@@ -544,7 +549,7 @@ def per_node(resource: str, member: Mapping[str, Any]) -> int:
         # One replica per container under MPS or failRequestsGreaterThanOne; else each
         # GPU is advertised ``replicas`` times: what a live Node's status shows, else
         # the GPUs times the replicas, else (replicas unknown) the GPUs.
-        if member.get("oneShare"):
+        if member.get("oneShare") and not whole_pod:
             return 1
         seen = member["resourceCounts"].get(resource, 0)
         shares = member["gpuCount"] * member.get("replicas", 0)

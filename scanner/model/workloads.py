@@ -290,11 +290,13 @@ def template_facts(
 ) -> dict[str, Any]:
     """The facts of a pod template that are not instance facts."""
     containers = list(_containers(pod_spec, path, container_fields))
+    gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]
     return {
         "podLabels": _string_map(pod_meta.get("labels")),
         "podAnnotations": _string_map(pod_meta.get("annotations")),
         "containers": containers,
-        "gpuResources": [entry for container in containers for entry in _gpu_entries(container)],
+        "gpuResources": gpu_resources,
+        "gpuPodCounts": pod_gpu_counts(containers, gpu_resources),
         "runtimeClassName": _text(pod_spec.get("runtimeClassName")),
         "serviceAccountName": _text(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
@@ -340,6 +342,46 @@ def _container(
     image = container.get("image")
     facts["digestPinned"] = isinstance(image, str) and _DIGEST_PINNED.search(image) is not None
     return facts
+
+
+def pod_gpu_counts(
+    containers: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """GPU resource -> ``pod``: how many the pod needs from one node, as the scheduler
+    adds up a pod's requests (its containers and sidecars, init containers with
+    ``restartPolicy: Always``, run together; each other init container runs alone
+    beside the sidecars declared before it; the pod needs the larger of the two), and
+    ``container``: the most one container asks for. Only whole counts in ``limits``
+    (``limitCount``) add up."""
+    by_path: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        by_path.setdefault(entry["containerPath"], []).append(entry)
+    if not by_path:
+        return {}
+    running: dict[str, int] = {}  # containers and sidecars
+    sidecars: dict[str, int] = {}  # sidecars declared so far
+    alone: dict[str, int] = {}  # the largest init container with the sidecars before it
+    for container in containers:
+        counts = [(e["name"], e["limitCount"]) for e in by_path.get(container["path"], ())]
+        sidecar = (
+            container["type"] == "initContainer" and container.get("restartPolicy") == "Always"
+        )
+        if container["type"] == "container" or sidecar:
+            for name, count in counts:
+                running[name] = running.get(name, 0) + count
+        if sidecar:
+            for name, count in counts:
+                sidecars[name] = sidecars.get(name, 0) + count
+        elif container["type"] == "initContainer":
+            for name, count in counts:
+                alone[name] = max(alone.get(name, 0), count + sidecars.get(name, 0))
+    largest: dict[str, int] = {}
+    for entry in entries:
+        largest[entry["name"]] = max(largest.get(entry["name"], 0), entry["limitCount"])
+    return {
+        name: {"pod": max(running.get(name, 0), alone.get(name, 0)), "container": largest[name]}
+        for name in sorted(largest)
+    }
 
 
 def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:

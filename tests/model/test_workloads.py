@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from scanner.inventory import KubeObject, LineMap, Origin
-from scanner.model.workloads import GPU_RESOURCE, build_workloads, selected_labels
+from scanner.model.workloads import GPU_RESOURCE, build_workloads, selected_labels, template_facts
 
 
 def _required(expressions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -283,3 +283,25 @@ def test_missing_pod_spec_is_silently_not_a_workload() -> None:
 )
 def test_selected_labels(spec: dict[str, Any], expected: dict[str, list[str]]) -> None:
     assert selected_labels(spec) == expected
+
+
+def test_pod_gpu_counts_add_up_as_the_scheduler_does() -> None:
+    """Containers and sidecars run together; an init container runs alone beside the
+    sidecars declared before it; the larger wins. Zero and malformed counts add 0."""
+
+    gpu = "nvidia.com/gpu"
+
+    def container(name: str, gpus: object, **extra: Any) -> dict[str, Any]:
+        return {"name": name, "image": "x", "resources": {"limits": {gpu: gpus}}, **extra}
+
+    spec = {
+        "initContainers": [
+            container("first", 5),
+            container("proxy", 1, restartPolicy="Always"),
+            container("warm", 6),
+        ],
+        "containers": [container("a", 2), container("b", "two")],
+    }
+    facts = template_facts(spec, {}, "spec")
+    # running: 2 + 0 + sidecar 1 = 3; alone: max(5, 6 + 1) = 7
+    assert facts["gpuPodCounts"] == {gpu: {"pod": 7, "container": 6}}
