@@ -38,13 +38,15 @@ LARGEST_FILE_SIZE_LIMIT = 1024**3
 up front, and a gigabyte of YAML would take hundreds of gigabytes to compose."""
 
 
-_SIZE: Final = re.compile(r"([0-9]+) *(?:([KMG])(i?B)?)?", re.IGNORECASE)
+_SIZE: Final = re.compile(r"([0-9]{1,19}) *(?:([KMG])(i?B|i)?)?", re.IGNORECASE)
+"""Digits (no more than a size can have: Python refuses to read 4,300), then K, M or
+G, alone or as Ki, KiB (Kubernetes and IEC spellings) or KB (refused: ambiguous)."""
 _SCALE: Final = {"k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 def _file_size(text: str) -> int:
-    """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G
-    alike). ``10MB`` is refused: decimal or binary, a reader cannot tell which."""
+    """``--max-file-size``: ``1048576``, ``512KiB``, ``10MiB``, ``1GiB`` (K, M, G and
+    Ki, Mi, Gi alike). ``10MB`` is refused: decimal or binary, a reader cannot tell."""
     match = _SIZE.fullmatch(text.strip())
     if match is None or int(match[1]) < 1:
         raise click.BadParameter(f"{text!r} is not a size such as 10MiB, 512KiB or 1048576")

@@ -271,7 +271,7 @@ def _compile(
     if override is not None:
         level = override.level or level
         enabled = enabled if override.enabled is None else override.enabled
-        params.update(override.params)
+        params.update(_as_declared(override.params, params))
     doc = RuleDoc(
         id=body["id"],
         name=body["name"],
@@ -299,6 +299,20 @@ def _compile(
         needs=frozenset(body.get("needs", ())),
         controlled=match.get("controlled", "skip") == "include",
     )
+
+
+def _as_declared(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Config params with a whole number given for a double default as that double:
+    CEL does not mix int and double in arithmetic, so ``ratio: 1`` for a default of
+    ``0.5`` would fail every evaluation (configfile.check_rule_overrides accepts it)."""
+    return {
+        name: float(value)
+        if isinstance(defaults.get(name), float)
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        else value
+        for name, value in values.items()
+    }
 
 
 def select(rules: Iterable[Rule], enable: Iterable[str], disable: Iterable[str]) -> list[Rule]:

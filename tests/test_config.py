@@ -13,7 +13,7 @@ from scanner import configfile
 from scanner.config import AdminSubject, Config, Exemption, Require
 from scanner.errors import ConfigError, UsageError
 from scanner.findings import Level
-from scanner.pipeline import ScanOptions, load_ruleset
+from scanner.pipeline import ScanOptions, load_ruleset, scan_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "config"
@@ -330,6 +330,34 @@ def test_rule_params_must_be_declared_and_of_the_defaults_type(tmp_path: Path) -
     options = ScanOptions(engine="cpp", config=configfile.load(valid).config, mode="audit")
     ruleset = load_ruleset(options)
     assert next(rule for rule in ruleset.rules if rule.id == "PG603").params == {"minutes": 5}
+
+
+def test_a_whole_number_for_a_double_parameter_is_that_double(tmp_path: Path) -> None:
+    """Found in review: `ratio: 1` for a default of 0.5 passed the config check and then
+    failed every evaluation (CEL has no int * double)."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "ACME003-ratio.yaml").write_text(
+        "id: ACME003\nname: ratio\nlevel: warning\nsummary: s.\ndescription: d.\n"
+        "remediation: r.\nsubject: object\nmatch: {kinds: [ConfigMap]}\n"
+        "params: {ratio: 0.5}\n"
+        "validations:\n  - expression: double(size(object.data)) * params.ratio < 1.5\n"
+        "    message: too much data\n"
+    )
+    config = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER + "spec:\n  rules:\n    ACME003: {params: {ratio: 1}}\n",
+    )
+    options = ScanOptions(engine="cpp", config=configfile.load(config).config, rule_dirs=(rules,))
+    ruleset = load_ruleset(options)
+    rule = next(rule for rule in ruleset.rules if rule.id == "ACME003")
+    assert rule.params == {"ratio": 1.0} and isinstance(rule.params["ratio"], float)
+    manifest = write(
+        tmp_path / "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b, c: d}\n",
+    )
+    report = scan_paths([str(manifest)], ruleset, repo_root=tmp_path)
+    assert [(f.rule_id, f.outcome.value) for f in report.findings] == [("ACME003", "fail")]
 
 
 # --- config init -----------------------------------------------------------------

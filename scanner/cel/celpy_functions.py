@@ -100,7 +100,9 @@ def _equal(left: Any, right: Any) -> bool:
         return len(left) == len(right) and all(map(_equal, left, right))
     if kind == "map":
         return len(left) == len(right) and all(
-            _equal(item, _get(right, key)) for key, item in left.items()
+            found is not _MISSING and _equal(item, found)
+            for key, item in left.items()
+            for found in (_get(right, key),)
         )
     if kind == "type":
         return _type_value(left) is _type_value(right)

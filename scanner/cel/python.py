@@ -192,7 +192,7 @@ def _int64_safe(value: Any) -> Any:
     Sources already read such numbers as floats (yamlwalk), as the API server does;
     this keeps a derived fact that overflows from failing the whole scan.
     """
-    if isinstance(value, bool | _CEL_VALUES):
+    if isinstance(value, (bool, *_CEL_VALUES)):
         return value
     if isinstance(value, int):
         if -(2**63) <= value < 2**63:

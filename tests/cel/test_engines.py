@@ -252,6 +252,10 @@ ERROR = CelEvalError
         ("object.a == 1.0 && object.two == 2 && object.a == uint(1)", True),
         ("object.a < 1.5 && object.f > object.a && 2u >= object.a", True),
         ("[1, 2] == [1, 2.0] && {'k': object.a} == {'k': 1.0}", True),
+        # maps of one size with other keys (found in review: an error on python)
+        ("{'a': 1, 'b': 1} == {'a': 1, 'c': 1}", False),
+        ("[{'a': 1, 'b': 1}].exists(m, m == {'a': 1, 'c': 1})", False),
+        ("{'a': 1, 'b': 1} != {'a': 1, 'c': 1}", True),
         ("type(object.a) == int && type(object.f) == double && type(1u) == uint", True),
         ("type(object.s) == string && type(object.b) == bool && type(object.a) != uint", True),
         # ordering only within a type, or between numbers
