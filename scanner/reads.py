@@ -80,10 +80,14 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
             # scanner.model.podsecurity); a container's ``signature``: _CONTAINER_SIGNATURE.
             **_each(
                 "apiVersion kind name namespace namespaceSet template podSpec podSpecPath "
-                "pending podLabels podAnnotations containers gpuResources runtimeClassName "
-                "serviceAccountName selectedLabels tolerations volumes podSecurity",
+                "pending podLabels podAnnotations containers gpuResources gpuPodCounts "
+                "runtimeClassName serviceAccountName selectedLabels tolerations volumes "
+                "podSecurity",
                 _NONE,
             ),
+            # Kueue's queues and flavors (scanner.model.queues): the audit does not list
+            # them, so a queued workload's placement is unknown there, never wrong.
+            "queuedPlacement": _NONE,
             **_each("gpu gpuViaDra draClaims", _DRA),
             **_each("controlled controller", WORKLOAD_KINDS),
             "ns": _NS_WHOLE,

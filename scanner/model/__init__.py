@@ -30,6 +30,7 @@ from scanner.model.pools import (
     build_pools,
     other_nodes,
 )
+from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
 from scanner.model.workloads import Join, Workload, build_workloads
 
@@ -145,6 +146,7 @@ def build_model(
     # The joins that need a workload's template facts; deferred workloads run them
     # in this order when they complete.
     later += [
+        attach_queues(workloads, index),
         attach_targets(workloads, pools, config, domains, other_nodes(nodes)),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),

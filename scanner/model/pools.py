@@ -201,7 +201,9 @@ class _Targeting:
         self.place(facts)
         facts["targets"] = []
         facts["nonGpuMatches"] = []
-        if not facts["gpu"] or not self.known:
+        # Kueue adds its flavor's node labels and tolerations at admission
+        # (scanner/model/queues.py): the template's own placement is not where it runs.
+        if not facts["gpu"] or not self.known or facts.get("queuedPlacement"):
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
         key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
@@ -445,8 +447,8 @@ def diagnose(facts: Mapping[str, Any]) -> str:
     """Why a GPU workload cannot run on any visible pool, in one line ("" when it can,
     or when no pool is visible). PG603 appends it to a Pending pod's finding; the
     static rules PG105/PG106/PG108 report the same causes one by one."""
-    if not facts.get("gpu") or not facts.get("poolsKnown"):
-        return ""
+    if not facts.get("gpu") or not facts.get("poolsKnown") or facts.get("queuedPlacement"):
+        return ""  # a queued workload goes where Kueue's flavor puts it (queues.py)
     targets = facts["targets"]
     if not targets:
         return "its node selection matches no GPU pool"
@@ -466,6 +468,11 @@ def diagnose(facts: Mapping[str, Any]) -> str:
         if count > 0 and sizes and all(count > size for size in sizes):
             what = "GPUs" if name == "nvidia.com/gpu" else name
             return f"asks for {count} {what} in one container; the largest node has {max(sizes)}"
+    for name, counts in facts.get("gpuPodCounts", {}).items():
+        sizes = [t["perPod"].get(name, 0) for t in reachable if t["perPod"].get(name, 0) > 0]
+        if sizes and all(counts["pod"] > size for size in sizes):
+            what = "GPUs" if name == "nvidia.com/gpu" else name
+            return f"asks for {counts['pod']} {what} in one pod; the largest node has {max(sizes)}"
     return ""
 
 

@@ -1,0 +1,103 @@
+"""Kueue: a queued workload's placement is decided at admission (``queuedPlacement``).
+
+A Job (or JobSet, RayJob, PyTorchJob, Deployment, Pod) labelled
+``kueue.x-k8s.io/queue-name`` waits, suspended, in that LocalQueue. When its
+ClusterQueue admits it, Kueue gives it one of the queue's ResourceFlavors and adds
+that flavor's ``nodeLabels`` to the pod template's ``nodeSelector`` and its
+``tolerations`` to the pod's tolerations. The template as written is then not where
+the pods go: a job with no SKU selector and no toleration for the GPU taint is
+exactly what a platform using flavors asks its tenants to write.
+
+``queuedPlacement`` is empty for a workload whose placement is as written (no queue
+label, or a queue whose flavors in scope add no node labels and no tolerations);
+otherwise it says why not. The placement rules (PG104, PG105, and through
+``targets`` PG106, PG108 and PG201) do not judge such a workload: the flavor it will
+get is Kueue's choice, and when the queue, its ClusterQueue or a flavor is not in
+scope, nothing says what Kueue adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from scanner.inventory import KubeObject, as_mapping
+from scanner.kinds import api_group
+from scanner.model.index import ObjectIndex
+from scanner.model.workloads import Join, Workload, join_complete
+
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+
+
+def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
+    """Set ``workload.queuedPlacement`` on every workload (``join_complete``)."""
+    answers: dict[tuple[str, str], str] = {}
+
+    def join(workload: Workload) -> None:
+        facts = workload.facts
+        queue = _queue_name(workload.obj, facts["podLabels"])
+        if not queue:
+            facts["queuedPlacement"] = ""
+            return
+        key = (facts["namespace"], queue)
+        if key not in answers:
+            answers[key] = _placement(index, *key)
+        facts["queuedPlacement"] = answers[key]
+
+    return join_complete(workloads, join)
+
+
+def _queue_name(obj: KubeObject, pod_labels: Mapping[str, str]) -> str:
+    """The LocalQueue the object (or, for Kueue's pod integration, its pods) names."""
+    labels = as_mapping(obj.metadata.get("labels"))
+    name = labels.get(QUEUE_LABEL) or pod_labels.get(QUEUE_LABEL)
+    return name if isinstance(name, str) else ""
+
+
+def _placement(index: ObjectIndex, namespace: str, queue: str) -> str:
+    """Why Kueue decides where the pods of a workload in LocalQueue ``queue`` go, or
+    "" when it adds nothing to their placement."""
+    where = f"Kueue queue {namespace}/{queue}"
+    local = _kueue(index.get("LocalQueue", namespace, queue))
+    if local is None:
+        return f"{where} is not in scope: its flavors' node labels and tolerations are unknown"
+    cluster_queue = as_mapping(local.body.get("spec")).get("clusterQueue")
+    cluster = _kueue(index.get("ClusterQueue", "", str(cluster_queue or "")))
+    if cluster is None:
+        return f"{where}: ClusterQueue {cluster_queue} is not in scope"
+    adding: list[str] = []
+    for name in _flavor_names(cluster):
+        flavor = _kueue(index.get("ResourceFlavor", "", name))
+        if flavor is None:
+            return f"{where}: ResourceFlavor {name} is not in scope"
+        spec = as_mapping(flavor.body.get("spec"))
+        if as_mapping(spec.get("nodeLabels")) or _non_empty(spec.get("tolerations")):
+            adding.append(name)
+    if adding:
+        return (
+            f"{where} places it at admission (ResourceFlavor {', '.join(adding)} "
+            "adds node labels or tolerations)"
+        )
+    return ""
+
+
+def _kueue(obj: KubeObject | None) -> KubeObject | None:
+    """``obj`` when it is Kueue's (another group's LocalQueue is someone else's)."""
+    return obj if obj is not None and api_group(obj.api_version) == KUEUE_GROUP else None
+
+
+def _flavor_names(cluster_queue: KubeObject) -> list[str]:
+    names: list[str] = []
+    groups = as_mapping(cluster_queue.body.get("spec")).get("resourceGroups")
+    for group in groups if isinstance(groups, list) else []:
+        flavors = as_mapping(group).get("flavors")
+        for flavor in flavors if isinstance(flavors, list) else []:
+            name = as_mapping(flavor).get("name")
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return names
+
+
+def _non_empty(value: Any) -> bool:
+    return isinstance(value, list) and bool(value)

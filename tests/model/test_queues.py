@@ -1,0 +1,76 @@
+"""Kueue (scanner/model/queues.py): a queued workload's placement is Kueue's to decide
+when its flavors add node labels or tolerations, or when they are not in scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scanner.inventory import KubeObject, LineMap, Origin
+from scanner.model.index import ObjectIndex
+from scanner.model.queues import QUEUE_LABEL, attach_queues
+from scanner.model.workloads import build_workloads
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+
+
+def obj(kind: str, name: str, spec: dict[str, Any], namespace: str = "", **meta: Any) -> KubeObject:
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {}), **meta}
+    body = {"apiVersion": KUEUE, "kind": kind, "metadata": metadata, "spec": spec}
+    return KubeObject(body, Origin("test.yaml"), LineMap({}))
+
+
+def job(name: str, labels: dict[str, str], pod_labels: dict[str, str] | None = None) -> KubeObject:
+    made = obj("Job", name, {}, "ml", labels=labels)
+    made.body["apiVersion"] = "batch/v1"
+    made.body["spec"] = {
+        "template": {
+            "metadata": {"labels": pod_labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    }
+    return made
+
+
+def placement(*objects: KubeObject) -> dict[str, str]:
+    workloads, _ = build_workloads(objects)
+    attach_queues(workloads, ObjectIndex(list(objects)))
+    return {w.obj.name: w.facts["queuedPlacement"] for w in workloads}
+
+
+def queues(flavor_spec: dict[str, Any]) -> list[KubeObject]:
+    flavors = [{"name": "f", "resources": []}]
+    return [
+        obj("ResourceFlavor", "f", flavor_spec),
+        obj("ClusterQueue", "cq", {"resourceGroups": [{"flavors": flavors}]}),
+        obj("LocalQueue", "q", {"clusterQueue": "cq"}, "ml"),
+    ]
+
+
+def test_placement_is_kueues_when_a_flavor_adds_labels_or_tolerations() -> None:
+    queued = job("queued", {QUEUE_LABEL: "q"})
+    by_pod = job("pod-integration", {}, {QUEUE_LABEL: "q"})
+    plain = job("plain", {})
+    found = placement(*queues({"nodeLabels": {"sku": "h100"}}), queued, by_pod, plain)
+    assert found["queued"] == (
+        "Kueue queue ml/q places it at admission (ResourceFlavor f adds node labels or tolerations)"
+    )
+    assert found["pod-integration"] == found["queued"]
+    assert found["plain"] == ""
+    # A quota-only flavor adds nothing: the template's own placement stands.
+    assert placement(*queues({}), job("queued", {QUEUE_LABEL: "q"}))["queued"] == ""
+
+
+def test_a_queue_chain_not_in_scope_leaves_placement_unknown() -> None:
+    queued = job("queued", {QUEUE_LABEL: "q"})
+    local, cluster, flavor = queues({})[2], queues({})[1], queues({})[0]
+    assert placement(queued)["queued"].endswith(
+        "is not in scope: its flavors' node labels and tolerations are unknown"
+    )
+    assert placement(local, queued)["queued"] == "Kueue queue ml/q: ClusterQueue cq is not in scope"
+    assert placement(local, cluster, queued)["queued"] == (
+        "Kueue queue ml/q: ResourceFlavor f is not in scope"
+    )
+    # Another group's LocalQueue is not Kueue's.
+    lookalike = obj("LocalQueue", "q", {"clusterQueue": "cq"}, "ml")
+    lookalike.body["apiVersion"] = "queues.example.com/v1"
+    assert "is not in scope" in placement(lookalike, cluster, flavor, queued)["queued"]
