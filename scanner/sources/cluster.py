@@ -254,6 +254,8 @@ class Cluster:
                 if error.failure.status == "absent":
                     # 404: gone since /apis listed it (a CRD deleted): none of its kinds.
                     self._resource_lists[key] = {}
+                elif error.failure.status == "not read":  # the deadline passed first
+                    self._resource_lists[key] = error.failure
                 else:
                     self._resource_lists[key] = Failure(
                         "failed", f"discovery of {path}: {error.failure.message}"

@@ -261,6 +261,21 @@ def test_a_group_version_document_gone_since_apis_is_absent(
     cluster.close()
 
 
+def test_a_deadline_passing_during_discovery_is_not_read(
+    lab: ApiServer, pki: Pki, tmp_path: Path
+) -> None:
+    """Found in review: the kind was reported failed, naming the deadline."""
+    clock = Clock()
+    cluster = connected(lab, pki, tmp_path, deadline=3.0, clock=clock, sleep=clock.sleep)
+    lab.behaviour.replies["/apis/nvidia.com/v1"] = lambda _: (503, b"{}")
+    resource = find("nvidia.com", "ClusterPolicy")
+    assert resource is not None
+    found = cluster.discover([resource])[resource]
+    cluster.close()
+    assert isinstance(found, Failure) and found.status == "not read", found
+    assert "deadline for reading the cluster (3 s) passed" in found.message
+
+
 class Clock:
     """Time that passes only when the backoff sleeps: a deadline test waits for nothing."""
 
