@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 from scanner.inventory import as_mapping, is_mapping, join_path
@@ -285,6 +286,14 @@ _SEARCH_NODES: Final = 5_000
 pod templates sit a few levels down; a huge object is not searched to its end."""
 
 
+@lru_cache(maxsize=256)
+def kubernetes_group(api_version: str) -> bool:
+    """Whether ``api_version`` is in one of Kubernetes' own API groups (cached: every
+    pod of a cluster asks about ``v1``)."""
+    group = api_group(api_version)
+    return group in BUILT_IN_GROUPS or group == "k8s.io" or group.endswith(".k8s.io")
+
+
 def unmodelled_pod_spec(kind: str, api_version: str, body: Mapping[str, Any]) -> str | None:
     """The path of a pod spec (a mapping whose ``containers`` is a list of containers
     with an ``image``) in an object whose pod templates poolgate does not know (a
@@ -292,8 +301,7 @@ def unmodelled_pod_spec(kind: str, api_version: str, body: Mapping[str, Any]) ->
     report says so rather than passing it as clean. None for the kinds poolgate
     models and for Kubernetes' own groups. A kind named like a core one in another
     group (Volcano's ``Job``) is searched when the core kind's paths hold nothing."""
-    group = api_group(api_version)
-    if group in BUILT_IN_GROUPS or group == "k8s.io" or group.endswith(".k8s.io"):
+    if kubernetes_group(api_version):
         return None
     entry = workload_kind(kind, api_version)
     if entry is not None and any(True for _ in entry.templates(body)):

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 
 from scanner.config import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
-from scanner.kinds import unmodelled_pod_spec
+from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.identity import attach_service_accounts
@@ -198,9 +198,13 @@ def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
     warnings: list[SourceWarning] = []
     found: Counter[tuple[str, str]] = Counter()
     for obj in objects:
+        api_version = obj.body.get("apiVersion")
+        # Kubernetes' own groups first: asked of every pod, answered from a cache.
+        if not isinstance(api_version, str) or kubernetes_group(api_version):
+            continue
         if obj.context_only:
             continue
-        path = unmodelled_pod_spec(obj.kind, obj.api_version, obj.body)
+        path = unmodelled_pod_spec(obj.kind, api_version, obj.body)
         if path is None:
             continue
         kind = (obj.api_version, obj.kind)

@@ -74,6 +74,8 @@ def is_zero(value: object) -> bool:
     zero asks for no device, and the API server admits it."""
     if value.__class__ is str:
         return _text_zero(value)
+    if value.__class__ is int:  # YAML's 1: no Fraction for the common case
+        return value == 0
     return parse_quantity(value) == 0
 
 

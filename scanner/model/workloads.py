@@ -353,11 +353,11 @@ def pod_gpu_counts(
     beside the sidecars declared before it; the pod needs the larger of the two), and
     ``container``: the most one container asks for. Only whole counts in ``limits``
     (``limitCount``) add up."""
+    if not entries:  # most pods: no GPU
+        return {}
     by_path: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
         by_path.setdefault(entry["containerPath"], []).append(entry)
-    if not by_path:
-        return {}
     running: dict[str, int] = {}  # containers and sidecars
     sidecars: dict[str, int] = {}  # sidecars declared so far
     alone: dict[str, int] = {}  # the largest init container with the sidecars before it
