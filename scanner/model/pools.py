@@ -469,10 +469,14 @@ def diagnose(facts: Mapping[str, Any]) -> str:
             what = "GPUs" if name == "nvidia.com/gpu" else name
             return f"asks for {count} {what} in one container; the largest node has {max(sizes)}"
     for name, counts in facts.get("gpuPodCounts", {}).items():
-        sizes = [t["perPod"].get(name, 0) for t in reachable if t["perPod"].get(name, 0) > 0]
-        if sizes and all(counts["pod"] > size for size in sizes):
+        sized = [t for t in reachable if t["perPod"].get(name, 0) > 0]
+        if sized and all(
+            counts["pod"] > t["perPod"][name] or counts["container"] > t["perNode"].get(name, 0)
+            for t in sized
+        ):
             what = "GPUs" if name == "nvidia.com/gpu" else name
-            return f"asks for {counts['pod']} {what} in one pod; the largest node has {max(sizes)}"
+            largest = max(t["perPod"][name] for t in sized)
+            return f"asks for {counts['pod']} {what} in one pod; no node fits (largest: {largest})"
     return ""
 
 

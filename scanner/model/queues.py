@@ -1,7 +1,13 @@
 """Kueue: a queued workload's placement is decided at admission (``queuedPlacement``).
 
 A Job (or JobSet, RayJob, PyTorchJob, Deployment, Pod) labelled
-``kueue.x-k8s.io/queue-name`` waits, suspended, in that LocalQueue. When its
+``kueue.x-k8s.io/queue-name`` waits, suspended, in that LocalQueue. The label is
+read where Kueue reads it: on the object itself (a CronJob's on its
+``jobTemplate``, which its Jobs get); on the pod template only for the kinds Kueue
+queues pod by pod (Deployment, StatefulSet, ReplicaSet): a Job's pods are never
+queued on their own. Without the label, a namespace's LocalQueue named
+``default`` takes the workload (Kueue's LocalQueueDefaulting, on by default since
+v0.12), when that LocalQueue is in scope. When its
 ClusterQueue admits it, Kueue gives it one of the queue's ResourceFlavors and adds
 that flavor's ``nodeLabels`` to the pod template's ``nodeSelector`` and its
 ``tolerations`` to the pod's tolerations. The template as written is then not where
@@ -30,17 +36,27 @@ QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 
 
+POD_BY_POD: Final = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+"""Kinds whose pods Kueue queues one by one (its pod integration): the label may be
+on the pod template."""
+
+DEFAULT_QUEUE: Final = "default"
+
+
 def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
     """Set ``workload.queuedPlacement`` on every workload (``join_complete``)."""
     answers: dict[tuple[str, str], str] = {}
 
     def join(workload: Workload) -> None:
         facts = workload.facts
+        namespace = facts["namespace"]
         queue = _queue_name(workload.obj, facts["podLabels"])
+        if not queue and _local_queue(index, namespace, DEFAULT_QUEUE) is not None:
+            queue = DEFAULT_QUEUE
         if not queue:
             facts["queuedPlacement"] = ""
             return
-        key = (facts["namespace"], queue)
+        key = (namespace, queue)
         if key not in answers:
             answers[key] = _placement(index, *key)
         facts["queuedPlacement"] = answers[key]
@@ -49,17 +65,32 @@ def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
 
 
 def _queue_name(obj: KubeObject, pod_labels: Mapping[str, str]) -> str:
-    """The LocalQueue the object (or, for Kueue's pod integration, its pods) names."""
-    labels = as_mapping(obj.metadata.get("labels"))
-    name = labels.get(QUEUE_LABEL) or pod_labels.get(QUEUE_LABEL)
+    """The LocalQueue the object names where Kueue reads it (module docstring)."""
+    if obj.kind == "CronJob":
+        spec = as_mapping(obj.body.get("spec"))
+        meta = as_mapping(as_mapping(spec.get("jobTemplate")).get("metadata"))
+        name = as_mapping(meta.get("labels")).get(QUEUE_LABEL)
+    else:
+        name = as_mapping(obj.metadata.get("labels")).get(QUEUE_LABEL)
+        if not name and obj.kind in POD_BY_POD:
+            name = pod_labels.get(QUEUE_LABEL)
     return name if isinstance(name, str) else ""
+
+
+def _local_queue(index: ObjectIndex, namespace: str, name: str) -> KubeObject | None:
+    """Kueue's LocalQueue ``name`` of ``namespace``; a manifest without a namespace is
+    in ``default``, where ``kubectl apply`` puts it."""
+    found = index.get("LocalQueue", namespace, name)
+    if found is None and namespace == "default":
+        found = index.get("LocalQueue", "", name)
+    return _kueue(found)
 
 
 def _placement(index: ObjectIndex, namespace: str, queue: str) -> str:
     """Why Kueue decides where the pods of a workload in LocalQueue ``queue`` go, or
     "" when it adds nothing to their placement."""
     where = f"Kueue queue {namespace}/{queue}"
-    local = _kueue(index.get("LocalQueue", namespace, queue))
+    local = _local_queue(index, namespace, queue)
     if local is None:
         return f"{where} is not in scope: its flavors' node labels and tolerations are unknown"
     cluster_queue = as_mapping(local.body.get("spec")).get("clusterQueue")

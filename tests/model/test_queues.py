@@ -19,9 +19,15 @@ def obj(kind: str, name: str, spec: dict[str, Any], namespace: str = "", **meta:
     return KubeObject(body, Origin("test.yaml"), LineMap({}))
 
 
-def job(name: str, labels: dict[str, str], pod_labels: dict[str, str] | None = None) -> KubeObject:
-    made = obj("Job", name, {}, "ml", labels=labels)
-    made.body["apiVersion"] = "batch/v1"
+def job(
+    name: str,
+    labels: dict[str, str],
+    pod_labels: dict[str, str] | None = None,
+    kind: str = "Job",
+    namespace: str = "ml",
+) -> KubeObject:
+    made = obj(kind, name, {}, namespace, labels=labels)
+    made.body["apiVersion"] = "apps/v1" if kind == "Deployment" else "batch/v1"
     made.body["spec"] = {
         "template": {
             "metadata": {"labels": pod_labels or {}},
@@ -48,14 +54,18 @@ def queues(flavor_spec: dict[str, Any]) -> list[KubeObject]:
 
 def test_placement_is_kueues_when_a_flavor_adds_labels_or_tolerations() -> None:
     queued = job("queued", {QUEUE_LABEL: "q"})
-    by_pod = job("pod-integration", {}, {QUEUE_LABEL: "q"})
+    by_pod = job("pod-integration", {}, {QUEUE_LABEL: "q"}, kind="Deployment")
     plain = job("plain", {})
-    found = placement(*queues({"nodeLabels": {"sku": "h100"}}), queued, by_pod, plain)
+    # Found in review: Kueue never queues a Job by its pods' label; it runs as written.
+    template_only = job("template-only", {}, {QUEUE_LABEL: "q"})
+    found = placement(
+        *queues({"nodeLabels": {"sku": "h100"}}), queued, by_pod, plain, template_only
+    )
     assert found["queued"] == (
         "Kueue queue ml/q places it at admission (ResourceFlavor f adds node labels or tolerations)"
     )
     assert found["pod-integration"] == found["queued"]
-    assert found["plain"] == ""
+    assert found["plain"] == found["template-only"] == ""
     # A quota-only flavor adds nothing: the template's own placement stands.
     assert placement(*queues({}), job("queued", {QUEUE_LABEL: "q"}))["queued"] == ""
 
@@ -74,3 +84,25 @@ def test_a_queue_chain_not_in_scope_leaves_placement_unknown() -> None:
     lookalike = obj("LocalQueue", "q", {"clusterQueue": "cq"}, "ml")
     lookalike.body["apiVersion"] = "queues.example.com/v1"
     assert "is not in scope" in placement(lookalike, cluster, flavor, queued)["queued"]
+
+
+def test_where_kueue_reads_the_queue_name() -> None:
+    """Found in review: a CronJob's Jobs get the label of its jobTemplate (not of the
+    CronJob); a namespace's LocalQueue named default takes unlabelled workloads; a
+    LocalQueue written without a namespace is in default, like the Job beside it."""
+    flavored = queues({"nodeLabels": {"sku": "h100"}})
+    cronjob = obj("CronJob", "nightly", {}, "ml", labels={QUEUE_LABEL: "q"})
+    cronjob.body["apiVersion"] = "batch/v1"
+    template = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+    cronjob.body["spec"] = {"jobTemplate": {"spec": {"template": template}}}
+    assert placement(*flavored, cronjob)["nightly"] == ""  # its own label queues nothing
+    cronjob.body["spec"]["jobTemplate"]["metadata"] = {"labels": {QUEUE_LABEL: "q"}}
+    assert placement(*flavored, cronjob)["nightly"].startswith("Kueue queue ml/q places it")
+
+    default = obj("LocalQueue", "default", {"clusterQueue": "cq"}, "ml")
+    found = placement(*flavored[:2], default, job("unlabelled", {}))
+    assert found["unlabelled"].startswith("Kueue queue ml/default places it")
+
+    unset = obj("LocalQueue", "q", {"clusterQueue": "cq"})  # no namespace
+    found = placement(*flavored[:2], unset, job("j", {QUEUE_LABEL: "q"}, namespace=""))
+    assert found["j"].startswith("Kueue queue default/q places it")
