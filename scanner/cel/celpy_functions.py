@@ -113,9 +113,12 @@ def _equal(left: Any, right: Any) -> bool:
 
 
 def _get(values: Any, key: Any) -> Any:
-    """``values[key]`` by CEL equality (the key ``1`` finds ``1u``); an error when missing."""
-    if kind_of(key) in _NUMBERS:
-        key = next((candidate for candidate in values if _equal(key, candidate)), key)
+    """``values[key]`` by CEL equality (the key ``1`` finds ``1u``, but ``true`` does
+    not find ``1``, as Python's dict would); an error when missing."""
+    if kind_of(key) in _NUMBERS or kind_of(key) == "bool":
+        key = next((candidate for candidate in values if _equal(key, candidate)), _MISSING)
+        if key is _MISSING:
+            return _MISSING
     try:
         return values[key]
     except (KeyError, TypeError):

@@ -256,6 +256,7 @@ ERROR = CelEvalError
         ("{'a': 1, 'b': 1} == {'a': 1, 'c': 1}", False),
         ("[{'a': 1, 'b': 1}].exists(m, m == {'a': 1, 'c': 1})", False),
         ("{'a': 1, 'b': 1} != {'a': 1, 'c': 1}", True),
+        ("dyn({1: 'a'}) == dyn({true: 'a'}) || dyn({0: 'a'}) == dyn({false: 'a'})", False),
         ("type(object.a) == int && type(object.f) == double && type(1u) == uint", True),
         ("type(object.s) == string && type(object.b) == bool && type(object.a) != uint", True),
         # ordering only within a type, or between numbers
