@@ -46,13 +46,17 @@ DEFAULT_QUEUE: Final = "default"
 def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
     """Set ``workload.queuedPlacement`` on every workload (``join_complete``)."""
     answers: dict[tuple[str, str], str] = {}
+    queues = bool(index.kind("LocalQueue"))
+    defaults: dict[str, bool] = {}  # namespace -> has a LocalQueue named default
 
     def join(workload: Workload) -> None:
         facts = workload.facts
         namespace = facts["namespace"]
         queue = _queue_name(workload.obj, facts["podLabels"])
-        if not queue and _local_queue(index, namespace, DEFAULT_QUEUE) is not None:
-            queue = DEFAULT_QUEUE
+        if not queue and queues:
+            if namespace not in defaults:
+                defaults[namespace] = _local_queue(index, namespace, DEFAULT_QUEUE) is not None
+            queue = DEFAULT_QUEUE if defaults[namespace] else ""
         if not queue:
             facts["queuedPlacement"] = ""
             return

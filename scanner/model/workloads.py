@@ -11,7 +11,7 @@
   ``type`` (``container``, ``initContainer``, ``ephemeralContainer``) and
   ``digestPinned`` (the image ends in ``@sha256:<64 hex>``);
 * ``gpu``: whether any container requests or limits a GPU resource (a count of
-  zero asks for none: ``_asks_for``), and
+  zero asks for none: ``_gpu_names``), and
   ``gpuResources``: one entry per GPU resource per container (see ``_gpu_entries``);
 * ``runtimeClassName`` and ``serviceAccountName`` (empty when unset);
 * ``selectedLabels``: node label key -> allowed values that every placement must
@@ -444,12 +444,12 @@ def _names_gpu(container: object) -> bool:
         return False
     for section in (resources.get("limits"), resources.get("requests")):
         if section and is_mapping(section):
-            for key in section:
+            for key, value in section.items():
                 if (
                     isinstance(key, str)
                     and key.startswith("nvidia.com/")
                     and GPU_RESOURCE.match(key)
-                    and _asks_for(resources, key)
+                    and not is_zero(value)  # a count of zero asks for none (_gpu_names)
                 ):
                     return True
     return False
@@ -459,19 +459,11 @@ def _is_gpu_resource(key: object) -> bool:
     return isinstance(key, str) and key.startswith("nvidia.com/") and bool(GPU_RESOURCE.match(key))
 
 
-def _asks_for(resources: Mapping[str, Any], name: str) -> bool:
-    """Whether the container asks for GPU resource ``name``: a quantity other than zero
-    in ``limits`` or ``requests``. ``nvidia.com/gpu: 0`` (a chart's default for a CPU
-    build) is admitted and allocates no device: the container runs on any node."""
-    for section in (resources.get("limits"), resources.get("requests")):
-        if is_mapping(section) and name in section and not is_zero(section[name]):
-            return True
-    return False
-
-
 def _gpu_names(container: Mapping[str, Any]) -> list[str]:
-    """The GPU resource names a container asks for (``_asks_for``) in ``limits`` or
-    ``requests``, sorted."""
+    """The GPU resource names a container asks for, sorted: named in ``limits`` or
+    ``requests`` with a quantity other than zero in either. ``nvidia.com/gpu: 0`` (a
+    chart's default for a CPU build) is admitted and allocates no device: the
+    container runs on any node."""
     resources = container.get("resources")
     if not is_mapping(resources):
         return []
@@ -479,7 +471,9 @@ def _gpu_names(container: Mapping[str, Any]) -> list[str]:
     for section in (resources.get("limits"), resources.get("requests")):
         if is_mapping(section):
             names.update(
-                key for key in section if _is_gpu_resource(key) and _asks_for(resources, key)
+                key
+                for key, value in section.items()
+                if _is_gpu_resource(key) and not is_zero(value)
             )
     return sorted(names)
 
