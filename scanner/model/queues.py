@@ -7,12 +7,14 @@ read where Kueue reads it: on the object itself (a CronJob's on its
 queues pod by pod (Deployment, StatefulSet, ReplicaSet): a Job's pods are never
 queued on their own. Without the label, a namespace's LocalQueue named
 ``default`` takes the workload (Kueue's LocalQueueDefaulting, on by default since
-v0.12), when that LocalQueue is in scope. When its
-ClusterQueue admits it, Kueue gives it one of the queue's ResourceFlavors and adds
-that flavor's ``nodeLabels`` to the pod template's ``nodeSelector`` and its
-``tolerations`` to the pod's tolerations. The template as written is then not where
-the pods go: a job with no SKU selector and no toleration for the GPU taint is
-exactly what a platform using flavors asks its tenants to write.
+v0.12), when that LocalQueue is in scope.
+
+When the queue's ClusterQueue admits the workload, Kueue gives it one of the
+ClusterQueue's ResourceFlavors and adds that flavor's ``nodeLabels`` to the pod
+template's ``nodeSelector`` and its ``tolerations`` to the pod's tolerations. The
+template as written is then not where the pods go: a job with no SKU selector and
+no toleration for the GPU taint is exactly what a platform using flavors asks its
+tenants to write.
 
 ``queuedPlacement`` is empty for a workload whose placement is as written (no queue
 label, or a queue whose flavors in scope add no node labels and no tolerations);
@@ -34,7 +36,6 @@ from scanner.model.workloads import Join, Workload, join_complete
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
-
 
 POD_BY_POD: Final = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 """Kinds whose pods Kueue queues one by one (its pod integration): the label may be
