@@ -141,23 +141,22 @@ _PLUGIN_FLAGS: Final = frozenset(
 
 
 def _looks_like_config(obj: KubeObject) -> bool:
-    """Whether a value of the ConfigMap is a device-plugin config: ``version`` with
-    ``sharing.timeSlicing``/``sharing.mps`` or one of the plugin's ``flags``. A value
-    that does not parse but spells ``version:`` and ``sharing:``/``flags:`` counts too
-    (PG205 reports it); any other ConfigMap with a ``version`` and ``flags`` (a feature
-    flag service's) is not one."""
+    """Whether a value of the ConfigMap is a device-plugin config, in YAML or JSON
+    (the plugin reads either): ``sharing.timeSlicing``/``sharing.mps`` or one of the
+    plugin's ``flags``, with or without ``version`` (the plugin takes a missing one as
+    v1). A value that does not parse but spells ``version:`` and ``sharing:``/``flags:``
+    counts too (PG205 reports it); any other ConfigMap with ``flags`` (a feature flag
+    service's) is not one."""
     for value in as_mapping(obj.body.get("data")).values():
-        if not (
-            isinstance(value, str)
-            and "version:" in value
-            and ("sharing:" in value or "flags:" in value)
-        ):
+        if not (isinstance(value, str) and ("sharing" in value or "flags" in value)):
             continue
         documents, problems = parse_plain(value)
         if problems and not documents:
-            return True
+            if "version:" in value and ("sharing:" in value or "flags:" in value):
+                return True
+            continue
         for body, _ in documents:
-            if not isinstance(body, dict) or "version" not in body:
+            if not isinstance(body, dict):
                 continue
             sharing, flags = body.get("sharing"), body.get("flags")
             if isinstance(sharing, dict) and ("timeSlicing" in sharing or "mps" in sharing):
@@ -214,7 +213,8 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
         entry["error"] = "is not a YAML mapping"
         return entry
     body, positions = documents[0]
-    entry["version"] = _text(body.get("version"))
+    # The plugin takes a config without a version as v1 (config.go, parseConfigFrom).
+    entry["version"] = _text(body.get("version")) if "version" in body else "v1"
     flags = as_mapping(body.get("flags"))
     entry["migStrategy"] = _text(flags.get("migStrategy"))
     entry["migStrategySource"] = "config" if entry["migStrategy"] else ""
@@ -252,6 +252,11 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
             }
         )
     entry["resources"] = resources
+    if chosen_key and not resources:
+        # The plugin refuses it ("no resources specified") on every node selecting it.
+        entry["error"] = f"has {prefix} with no resources, which the device plugin refuses"
+        entry["errorLine"] = at(positions, prefix) or line
+        return entry
     shares = any(resource["replicas"] >= 2 for resource in resources)
     if entry["timeSlicing"] and shares:
         entry["mode"] = "time-slicing"
