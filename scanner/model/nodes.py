@@ -227,6 +227,9 @@ def _declaration(
             identity["tokensPath"] = (
                 "spec.metadataOptions.httpTokens" if "httpTokens" in options else "spec"
             )
+            # httpEndpoint disabled: nothing on the node reaches the metadata service,
+            # whatever the hop limit and tokens say (AWS InstanceMetadataOptions).
+            identity["endpoint"] = "disabled" if options.get("httpEndpoint") == "disabled" else ""
             identity["known"] = True
         else:
             identity["known"] = False
