@@ -371,15 +371,6 @@ def _common(
     strategy_label = first("nvidia.com/gpu.sharing-strategy")
     replicas = positive_count(first("nvidia.com/gpu.replicas"))
     gke_sharing = first("cloud.google.com/gke-gpu-sharing-strategy")
-    shared = ""
-    if strategy_label in ("time-slicing", "mps"):
-        shared = strategy_label
-    elif replicas > 1 or product.endswith("-SHARED"):
-        shared = "time-slicing"
-    elif gke_sharing:
-        shared = "mps" if gke_sharing == "mps" else "time-slicing"
-    elif entry is not None and entry.get("mode") in ("time-slicing", "mps"):
-        shared = str(entry["mode"])
     # The GPU Operator passes ClusterPolicy's strategy to the plugin it runs as
     # MIG_STRATEGY, which the plugin takes over its config file's flags.migStrategy
     # (its precedence: flag, environment, file). A plugin the operator does not run
@@ -395,6 +386,19 @@ def _common(
         mig_strategy = "single"
     if not mig:
         mig_strategy = "none"
+    shared = ""
+    if strategy_label in ("time-slicing", "mps"):
+        shared = strategy_label
+    elif replicas > 1 or product.endswith("-SHARED"):
+        shared = "time-slicing"
+    elif gke_sharing:
+        shared = "mps" if gke_sharing == "mps" else "time-slicing"
+    elif (
+        entry is not None
+        and entry.get("mode") in ("time-slicing", "mps")
+        and _shares_here(entry, mig_strategy)
+    ):
+        shared = str(entry["mode"])
     # Only the MIG manager's all-<profile> convention names a profile; any other
     # config (all-balanced, a site's own five-1g-one-2g) leaves the profiles unknown.
     # Layouts tell MIG configs apart, whatever they name (PG202).
@@ -479,6 +483,18 @@ def _config_profile(mig_config: str) -> str:
     if not mig_config.startswith("all-") or mig_config in _NOT_A_PROFILE:
         return ""
     return mig_config[len("all-") :].replace("+", ".")
+
+
+def _shares_here(entry: Mapping[str, Any], mig_strategy: str) -> bool:
+    """Whether the config shares a resource a node with ``mig_strategy`` advertises:
+    the device plugin replicates only the resources a config lists. Whole GPUs
+    (``nvidia.com/gpu``) on a node without MIG or under the single strategy (which
+    advertises its slices as ``nvidia.com/gpu``); MIG slices under the mixed one,
+    whose partitioned GPUs advertise no ``nvidia.com/gpu``."""
+    names = {str(r["name"]) for r in entry["resources"] if r["replicas"] >= 2}
+    if mig_strategy == "mixed":
+        return any(name.startswith(("nvidia.com/mig-", "mig-")) for name in names)
+    return bool(names & {"gpu", "nvidia.com/gpu"})
 
 
 def _advertised(sharing: str, mig_strategy: str, profiles: list[str], rename: bool) -> list[str]:
