@@ -207,7 +207,7 @@ def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
         path = unmodelled_pod_spec(obj.kind, api_version, obj.body)
         if path is None:
             continue
-        kind = (obj.api_version, obj.kind)
+        kind = (api_version, obj.kind)
         found[kind] += 1
         if found[kind] > UNCHECKED_SHOWN:
             continue
@@ -215,7 +215,7 @@ def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
         warnings.append(
             SourceWarning(
                 obj.origin.uri,
-                f"{obj.kind} {obj.name or '(unnamed)'} ({obj.api_version}) has a pod spec at "
+                f"{obj.kind} {obj.name or '(unnamed)'} ({api_version}) has a pod spec at "
                 f"{path} that was not checked: poolgate does not know where this kind keeps "
                 "its pod templates",
                 line,

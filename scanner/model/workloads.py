@@ -408,8 +408,8 @@ def _gpu_entries(container: Mapping[str, Any]) -> list[dict[str, Any]]:
             "containerPath": container["path"],
             "hasLimit": name in limits,
             "hasRequest": name in requests,
-            "limit": _quantity_text(limits.get(name)),
-            "request": _quantity_text(requests.get(name)),
+            "limit": label_value(limits.get(name)),
+            "request": label_value(requests.get(name)),
             "limitCount": positive_count(limits.get(name)),
             "requestCount": positive_count(requests.get(name)),
             "limitPath": join_path(join_path(path, "limits"), name),
@@ -538,10 +538,6 @@ def _list(value: object) -> list[Any]:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _quantity_text(value: object) -> str:
-    return "" if value is None else label_value(value)
 
 
 def _string_map(value: object) -> dict[str, str]:
