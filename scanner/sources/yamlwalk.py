@@ -52,12 +52,12 @@ def build(
     """
     positions: dict[str, Position] = {}
     duplicates: dict[Position, Duplicate] = {}
-    suffixes = _KEY_SUFFIXES
-    # Keys and field paths are interned: the same few hundred repeat in every manifest,
-    # so line maps and bodies share them, and pickling a loader child's objects back
-    # (scanner/sources/parallel.py) writes each once, not once per field: 22.7 -> 7.9 MB
-    # for 5,000 objects, loaded in a third of the time.
-    intern = sys.intern
+    if _PATHS.made > _PATH_CACHE_SIZE:
+        _PATHS.clear()
+    keyed = _PATHS.keyed
+    indexed = _PATHS.indexed
+    child = _PATHS.child
+    item_paths = _PATHS.items
     convert = _CONVERTERS.get
     mapping_node = MappingNode
     str_tag = _STR
@@ -73,19 +73,19 @@ def build(
         if depth > MAX_DEPTH or remaining < 0:
             raise too_deep(node.start_mark) if depth > MAX_DEPTH else too_large(root.start_mark)
         out: dict[str, Any] = {}
-        dot = path + "." if path else ""
+        children = keyed.get(path)
+        if children is None:
+            children = keyed[path] = {}
         for key_node, value_node in pairs:
             key = key_node.value
             if key_node.tag != str_tag or key.__class__ is not str:
                 if key_node.tag == merge_tag:
                     return merged(pairs, path, depth, node)
                 key = _text_key(key_node)
-            else:
-                key = intern(key)
-            suffix = suffixes.get(key)
-            if suffix is None:
-                suffix = _key_suffix(key)
-            here = intern(path + suffix if suffix else dot + key)
+            known = children.get(key)
+            if known is None:
+                known = child(children, path, key)
+            key, here = known
             mark = key_node.start_mark
             positions[here] = (mark.line + 1, mark.column + 1)
             value = value_node.value
@@ -111,22 +111,25 @@ def build(
             raise too_deep(node.start_mark) if depth > MAX_DEPTH else too_large(root.start_mark)
         out: list[Any] = []
         append = out.append
-        for index, item in enumerate(items):
-            here = intern(f"{path}[{index}]")
-            mark = item.start_mark
+        paths = indexed.get(path)
+        if paths is None or len(paths) < len(items):
+            paths = item_paths(path, len(items))
+        for index, entry in enumerate(items):
+            here = paths[index]
+            mark = entry.start_mark
             positions[here] = (mark.line + 1, mark.column + 1)
-            value = item.value
+            value = entry.value
             if value.__class__ is str:
-                tag = item.tag
+                tag = entry.tag
                 if tag != str_tag:
                     converter = convert(tag)
                     if converter is not None:
                         value = converter(value)
                 append(value)
-            elif item.__class__ is mapping_node:
-                append(mapping(value, here, depth + 1, item))
+            elif entry.__class__ is mapping_node:
+                append(mapping(value, here, depth + 1, entry))
             else:
-                append(sequence(value, here, depth + 1, item))
+                append(sequence(value, here, depth + 1, entry))
         return out
 
     def merged(pairs: _Pairs, path: str, depth: int, node: Node) -> dict[str, Any]:
@@ -195,23 +198,48 @@ def build(
     return body, positions, sorted(duplicates.values(), key=lambda d: (d.line, d.column))
 
 
-_KEY_SUFFIXES: dict[str, str] = {}
-_KEY_SUFFIX_CACHE_SIZE: Final = 65_536
+class _PathCache:
+    """Field paths already made, shared by every walk: the same few hundred keys and
+    paths repeat in every manifest. Paths and keys come out interned, so line maps and
+    bodies share one string per path and per key, and pickling a loader child's objects
+    back (scanner/sources/parallel.py) writes each once instead of once per field (22.7
+    -> 7.9 MB for 5,000 objects, read back in a third of the time). A child path is
+    found with one lookup in its parent's entry instead of being joined again.
+    Emptied when it has made ``_PATH_CACHE_SIZE`` entries, so hostile input with
+    millions of distinct keys cannot hold memory."""
+
+    def __init__(self) -> None:
+        self.keyed: dict[str, dict[str, tuple[str, str]]] = {}
+        """Parent path -> key -> (the key, interned; the child's path)."""
+        self.indexed: dict[str, list[str]] = {}
+        """Parent path -> the paths of its first items (``path[0]``, ``path[1]``, ...)."""
+        self.made = 0
+
+    def child(self, children: dict[str, tuple[str, str]], path: str, key: str) -> tuple[str, str]:
+        """Make and remember ``children[key]``: ``path.key``, or ``path['a.b']`` for a
+        key that needs quoting (``join_path``)."""
+        key = sys.intern(key)
+        known = children[key] = (key, sys.intern(join_path(path, key)))
+        self.made += 1
+        return known
+
+    def items(self, path: str, count: int) -> list[str]:
+        """The paths of the first ``count`` items under ``path``, or more."""
+        known = self.indexed.get(path, [])
+        paths = self.indexed[path] = known + [
+            sys.intern(f"{path}[{index}]") for index in range(len(known), count)
+        ]
+        self.made += count - len(known)
+        return paths
+
+    def clear(self) -> None:
+        self.keyed.clear()
+        self.indexed.clear()
+        self.made = 0
 
 
-def _key_suffix(key: str) -> str:
-    """``""`` for a plain key (the path goes on with ``.key``), else its quoted form ``['a.b']``.
-
-    Cached because the same few hundred keys repeat in every manifest and ``join_path``
-    runs a regular expression; the cache is emptied when it grows, so hostile input
-    with millions of distinct keys cannot hold memory.
-    """
-    joined = join_path("", key)
-    suffix = "" if joined == key else joined
-    if len(_KEY_SUFFIXES) >= _KEY_SUFFIX_CACHE_SIZE:
-        _KEY_SUFFIXES.clear()
-    _KEY_SUFFIXES[key] = suffix
-    return suffix
+_PATHS: Final = _PathCache()
+_PATH_CACHE_SIZE: Final = 65_536
 
 
 def _text_key(node: Node) -> str:

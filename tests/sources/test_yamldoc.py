@@ -133,6 +133,48 @@ def _paths(value: Any, prefix: str = "") -> list[str]:
     return found
 
 
+def test_keys_and_paths_are_one_string_across_documents() -> None:
+    """What makes a loader child's pickle small (scanner/sources/parallel.py): pickle
+    writes a string object once, so keys and paths must be shared, not equal copies."""
+    first, second = parse(DEPLOYMENT).objects[0], parse(DEPLOYMENT).objects[0]
+    assert next(iter(first.body)) is next(iter(second.body))  # "apiVersion"
+    path = "spec.template.spec.containers[1].securityContext.privileged"
+    first_path = next(key for key in first.lines.positions if key == path)
+    second_path = next(key for key in second.lines.positions if key == path)
+    assert first_path is second_path
+
+
+def test_the_path_cache_empties_past_its_bound_and_answers_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.sources import yamlwalk
+
+    before = only_object(parse(DEPLOYMENT))
+    monkeypatch.setattr(yamlwalk, "_PATH_CACHE_SIZE", 10)
+    wide = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + "".join(
+        f"  k{index}: v\n" for index in range(50)
+    )
+    assert only_object(parse(wide)).body["data"]["k49"] == "v"
+    assert yamlwalk._PATHS.made > 10
+    after = only_object(parse(DEPLOYMENT))  # the walk after this one starts empty
+    assert yamlwalk._PATHS.made < 50
+    assert after.body == before.body
+    assert dict(after.lines.positions) == dict(before.lines.positions)
+
+
+def test_a_longer_list_under_a_known_path_gets_every_item_path() -> None:
+    short = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {args: [a, b]}\n"
+    long = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {args: [a, b, c, d]}\n"
+    only_object(parse(short))
+    obj = only_object(parse(long))
+    assert [obj.lines.positions[f"spec.args[{index}]"] for index in range(4)] == [
+        (4, 15),
+        (4, 18),
+        (4, 21),
+        (4, 24),
+    ]
+
+
 def test_crlf_line_endings_give_the_same_positions() -> None:
     lf = only_object(parse(DEPLOYMENT))
     crlf = only_object(parse_stream(DEPLOYMENT.replace("\n", "\r\n"), "k8s/app.yaml"))
