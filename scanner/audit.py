@@ -202,7 +202,10 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
         missing.setdefault(item.key, []).append(item)
     for resource in plan(rules):
         if resource.key not in capture.listed and resource.key not in missing:
-            message = "not in the snapshot (it was taken with other rules enabled)"
+            message = (
+                "not in the snapshot (it was taken with other rules enabled, "
+                "or by a poolgate that did not list this kind)"
+            )
             missing[resource.key] = [
                 Unavailable(resource.group, resource.kind, "not captured", message)
             ]

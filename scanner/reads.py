@@ -46,7 +46,10 @@ _GPU_WORKLOADS = WORKLOAD_KINDS | _DRA
 _DEVICE_PLUGIN = frozenset({"ClusterPolicy", "ConfigMap"})
 """The GPU Operator's ClusterPolicy and the device-plugin ConfigMaps it names."""
 _NODE_FACTS = _POOL_KINDS | _DEVICE_PLUGIN | {"EC2NodeClass"}
-_TENANTS = _NODE_FACTS | _GPU_WORKLOADS | {"Namespace"}
+_KUEUE = frozenset({"LocalQueue", "ClusterQueue", "ResourceFlavor"})
+"""Where Kueue places a queued workload (scanner.model.queues): a workload whose queue
+and flavors are not known has no targets."""
+_TENANTS = _NODE_FACTS | _GPU_WORKLOADS | _KUEUE | {"Namespace"}
 """Pools with their tenants: which workloads (of which trust domain) they admit."""
 _SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
 _RBAC = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Node"})
@@ -85,9 +88,7 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
                 "podSecurity",
                 _NONE,
             ),
-            # Kueue's queues and flavors (scanner.model.queues): the audit does not list
-            # them, so a queued workload's placement is unknown there, never wrong.
-            "queuedPlacement": _NONE,
+            "queuedPlacement": _KUEUE,
             **_each("gpu gpuViaDra draClaims", _DRA),
             **_each("controlled controller", WORKLOAD_KINDS),
             "ns": _NS_WHOLE,

@@ -138,6 +138,10 @@ CRDS: tuple[Resource, ...] = (
     _r("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", True),
     _r("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices", True),
     _r("Rollout", "argoproj.io", "v1alpha1", "rollouts", True),
+    # Kueue's queues and flavors: where a queued workload goes (scanner.model.queues).
+    _r("LocalQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "localqueues", True),
+    _r("ClusterQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "clusterqueues", False),
+    _r("ResourceFlavor", "kueue.x-k8s.io", "v1beta2 v1beta1", "resourceflavors", False),
 )
 
 RESOURCES: tuple[Resource, ...] = CORE + BUILT_IN + CRDS

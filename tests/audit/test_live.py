@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from .apiserver import ApiServer, Fault, Pki, write_kubeconfig
-from .conftest import CONTEXT, TOKEN, cli, objects, poolgate
+from .apiserver import DEFAULT_KINDS, ApiServer, Fault, Pki, _k, write_kubeconfig
+from .conftest import CONTEXT, ROOT, TOKEN, cli, objects, poolgate
 
 
 def report(result: Any) -> dict[str, Any]:
@@ -506,3 +507,49 @@ def test_an_api_server_that_stops_answering_still_gives_a_report(
     assert any(note.startswith("cannot list Pod: not read: the deadline") for note in notes)
     assert any("rules that did not run: " in note for note in notes)
     assert len(notes) > 10  # every kind the lab serves and the rules read
+
+
+def _fixture(path: str) -> list[dict[str, Any]]:
+    text = (ROOT / "fixtures/rules" / path).read_text()
+    return [body for body in yaml.safe_load_all(text) if body]
+
+
+KUEUE = (
+    _k("kueue.x-k8s.io/v1beta1", "LocalQueue", "localqueues", True, custom=True),
+    _k("kueue.x-k8s.io/v1beta1", "ClusterQueue", "clusterqueues", False, custom=True),
+    _k("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "resourceflavors", False, custom=True),
+)
+
+
+def test_kueue_queues_and_flavors_are_read_to_place_queued_jobs(pki: Pki, tmp_path: Path) -> None:
+    """A cluster running Kueue: the audit lists LocalQueues, ClusterQueues and
+    ResourceFlavors (``kueue.x-k8s.io``, served here at ``v1beta1`` only, as by a Kueue
+    before v0.15), so a suspended job its flavor places (SKU label and GPU toleration
+    added at admission) gets no PG104 or PG105, while one whose flavor adds nothing is
+    judged as written. With LocalQueues forbidden those rules do not run at all: they
+    would otherwise have to guess where Kueue sends the job."""
+    placed, judged = (
+        _fixture("PG104/pass-kueue-flavor.yaml"),
+        _fixture("PG105/fire-kueue-flavor-adds-nothing.yaml"),
+    )
+    with ApiServer(placed, pki, TOKEN, DEFAULT_KINDS + KUEUE) as server:
+        config = write_kubeconfig(tmp_path / "kubeconfig", server.url, pki.ca, CONTEXT, token=TOKEN)
+        result = cli("audit", "--kubeconfig", str(config), "--format", "json")
+        listed = [path for path in server.paths() if "/kueue.x-k8s.io/" in path]
+        server.behaviour.forbidden.add("localqueues.kueue.x-k8s.io")
+        blocked = cli(
+            "audit", "--kubeconfig", str(config), "--format", "json", "--fail-on", "never"
+        )
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    assert not {"PG104", "PG105"} & rule_ids(report(result))
+    for plural in ("localqueues", "clusterqueues", "resourceflavors"):
+        assert any(path.endswith(f"/kueue.x-k8s.io/v1beta1/{plural}") for path in listed), listed
+    assert blocked.returncode == 3, blocked.stdout + blocked.stderr
+    [note] = [n for n in report(blocked)["notifications"] if "LocalQueue" in n["message"]]
+    assert note["message"].startswith("cannot list LocalQueue.kueue.x-k8s.io: forbidden")
+    stopped = note["message"].split("; rules that did not run: ")[1].split(";")[0].split(", ")
+    assert {"PG104", "PG105", "PG106", "PG108", "PG201"} <= set(stopped)
+    with ApiServer(judged, pki, TOKEN, DEFAULT_KINDS + KUEUE) as server:
+        config = write_kubeconfig(tmp_path / "kubeconfig", server.url, pki.ca, CONTEXT, token=TOKEN)
+        result = cli("audit", "--kubeconfig", str(config), "--format", "json")
+    assert "PG105" in rule_ids(report(result)), result.stdout
