@@ -174,10 +174,15 @@ def _read(path: Path, max_file_size: int) -> str:
     """The file's text, or ``_Unreadable`` with a message fit for a notification."""
     try:
         with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > max_file_size:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_file_size:
                 raise _Unreadable(_too_large(max_file_size))
-            # Read one byte past the limit: pipes and growing files have no honest size.
-            data = handle.read(max_file_size + 1)
+            # Read one byte past the size, and on to one past the limit when there is
+            # more: pipes and growing files have no honest size. (Asking for the limit
+            # at once allocated 10 MiB per file.)
+            data = handle.read(size + 1) if size else b""
+            if not size or len(data) > size:
+                data += handle.read(max_file_size + 1 - len(data))
     except OSError as error:
         raise _Unreadable(_os_message(error)) from error
     if len(data) > max_file_size:

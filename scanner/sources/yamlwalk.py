@@ -114,8 +114,7 @@ def build(
         paths = indexed.get(path)
         if paths is None or len(paths) < len(items):
             paths = item_paths(path, len(items))
-        for index, entry in enumerate(items):
-            here = paths[index]
+        for here, entry in zip(paths, items, strict=False):  # paths may run longer
             mark = entry.start_mark
             positions[here] = (mark.line + 1, mark.column + 1)
             value = entry.value
@@ -294,6 +293,8 @@ def _to_bool(text: str) -> bool | str:
 def _to_int(text: str) -> int | float | str:
     """An integer; one outside int64 becomes a float, as the API server's JSON decoding
     makes it (scanner/sources/numbers.py)."""
+    if len(text) < 19 and text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
+        return int(text)  # plain decimal, well inside int64: most integers in manifests
     value = _parse_int(text)
     return api_number(value, text) if isinstance(value, int) else value
 

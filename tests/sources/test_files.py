@@ -360,3 +360,24 @@ def test_invalid_utf8_on_stdin_is_a_read_error_in_the_c_locale(repo: Path) -> No
     inventory = load_paths(["-"], repo, stdin=stdin)
     assert inventory.read_errors == [ReadError("<stdin>", "not valid UTF-8; skipped")]
     assert inventory.invalid == [] and inventory.files == 1
+
+
+def test_a_file_that_grows_after_stat_is_read_to_its_end_and_limit(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads ask for the size ``fstat`` gave plus one byte, and go on only when that
+    byte came: a file still being written (or a filesystem that reports too little)
+    is read whole, and still refused past the limit."""
+    write(repo, "growing.yaml", manifest("growing"))
+    write(repo, "big.yaml", manifest("big") + "#" * 100)
+    real = os.fstat
+
+    class Shrunk:
+        def __init__(self, result: os.stat_result) -> None:
+            self.st_size = min(result.st_size, 10)
+            self.st_mode = result.st_mode
+
+    monkeypatch.setattr(files.os, "fstat", lambda descriptor: Shrunk(real(descriptor)))
+    inventory = load_paths([str(repo)], repo, max_file_size=80)
+    assert names(inventory) == ["growing"]
+    assert inventory.read_errors == [ReadError("big.yaml", "file is larger than 80 bytes; skipped")]

@@ -370,6 +370,23 @@ def test_scalars_resolve_like_pyyaml_safe_loader() -> None:
     assert math.isnan(data["nan"])
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("7", 7),
+        ("010", 8),  # YAML 1.1 octal, not the decimal fast path
+        ("123456789012345678", 123456789012345678),  # 18 digits: the fast path
+        ("9223372036854775807", 9223372036854775807),  # int64's largest
+        ("9223372036854775808", 9.223372036854776e18),  # past it: a float, as the API server
+    ],
+)
+def test_integers_past_the_plain_decimal_fast_path(text: str, value: object) -> None:
+    body = only_object(parse(CONFIGMAP.format(name="x") + f"data: {{count: {text}}}\n")).body
+    assert body["data"]["count"] == value
+    assert type(body["data"]["count"]) is type(value)
+
+
 def test_huge_integers_stay_strings() -> None:
     digits = "9" * 5000
     data = only_object(parse(CONFIGMAP.format(name="x") + f"data: {{big: {digits}}}\n")).body
