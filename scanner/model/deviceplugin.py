@@ -148,7 +148,7 @@ def _looks_like_config(obj: KubeObject) -> bool:
     counts too (PG205 reports it); any other ConfigMap with ``flags`` (a feature flag
     service's) is not one."""
     for value in as_mapping(obj.body.get("data")).values():
-        if not (isinstance(value, str) and ("sharing" in value or "flags" in value)):
+        if not (isinstance(value, str) and _may_be_config(value)):
             continue
         documents, problems = parse_plain(value)
         if problems and not documents:
@@ -164,6 +164,16 @@ def _looks_like_config(obj: KubeObject) -> bool:
             if isinstance(flags, dict) and not _PLUGIN_FLAGS.isdisjoint(flags):
                 return True
     return False
+
+
+def _may_be_config(value: str) -> bool:
+    """Whether ``value`` spells what ``_looks_like_config`` looks for, before it is
+    parsed: an application's config that mentions ``feature_flags`` is not composed."""
+    if "sharing" in value and ("timeSlicing" in value or "mps" in value):
+        return True
+    if "flags" in value and any(flag in value for flag in _PLUGIN_FLAGS):
+        return True
+    return "version:" in value and ("sharing:" in value or "flags:" in value)
 
 
 def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scanner.model.deviceplugin import known_resource, parse_entry
+from scanner.inventory import KubeObject, LineMap, Origin
+from scanner.model.deviceplugin import _looks_like_config, known_resource, parse_entry
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,32 @@ def test_a_plus_spelling_names_the_advertised_profile() -> None:
     plus, other = entry["resources"]
     assert (plus["known"], plus["advertisedAs"]) == (False, "nvidia.com/mig-1g.10gb.me")
     assert (other["known"], other["advertisedAs"]) == (False, "")
+
+
+def _config_map(value: str) -> KubeObject:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c"},
+        "data": {"k": value},
+    }
+    return KubeObject(body, Origin("c.yaml"), LineMap({}))
+
+
+@pytest.mark.parametrize(
+    ("value", "config"),
+    [
+        ("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", True),
+        ('{"sharing": {"mps": {"resources": []}}}', True),  # JSON, no version
+        ("flags:\n  migStrategy: mixed\n", True),
+        ("version: v1\nsharing: [unclosed\n", True),  # does not parse: PG205 reports it
+        ("sharing: {timeSlicing: 2}\n", True),  # malformed, PG205's to report
+        # An application's config that only mentions the words is not composed, and
+        # one that spells a sharing mode or a flag outside those places is not one.
+        ("server:\n  port: 8080\n# tuning knob: feature_flags = 5\n", False),
+        ("flags:\n  darkMode: true\n", False),  # a feature-flag service's
+        ("notes: mps and timeSlicing and sharing\n", False),
+    ],
+)
+def test_which_config_map_values_are_device_plugin_configs(value: str, config: bool) -> None:
+    assert _looks_like_config(_config_map(value)) is config
