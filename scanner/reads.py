@@ -46,11 +46,13 @@ _GPU_WORKLOADS = WORKLOAD_KINDS | _DRA
 _DEVICE_PLUGIN = frozenset({"ClusterPolicy", "ConfigMap"})
 """The GPU Operator's ClusterPolicy and the device-plugin ConfigMaps it names."""
 _NODE_FACTS = _POOL_KINDS | _DEVICE_PLUGIN | {"EC2NodeClass"}
-_KUEUE = frozenset({"LocalQueue", "ClusterQueue", "ResourceFlavor"})
-"""Where Kueue places a queued workload (scanner.model.queues): a workload whose queue
-and flavors are not known has no targets."""
-_TENANTS = _NODE_FACTS | _GPU_WORKLOADS | _KUEUE | {"Namespace"}
+_TENANTS = _NODE_FACTS | _GPU_WORKLOADS | {"Namespace"}
 """Pools with their tenants: which workloads (of which trust domain) they admit."""
+_KUEUE = frozenset({"LocalQueue", "ClusterQueue", "ResourceFlavor"})
+"""Where Kueue places a queued workload (scanner.model.queues)."""
+_PLACED = _TENANTS | _KUEUE
+"""Where a workload may go: a queued one whose queue and flavors are not known has no
+targets, and is no pool's tenant. (What runs where, ``runningNode``, is not.)"""
 _SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
 _RBAC = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Node"})
 _RBAC |= _DEVICE_PLUGIN
@@ -94,7 +96,8 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
             "ns": _NS_WHOLE,
             "trustDomain": frozenset({"Namespace"}),
             "poolsKnown": _POOL_KINDS,
-            **_each("runningNode runningShared targets nonGpuMatches diagnosis", _TENANTS),
+            **_each("runningNode runningShared", _TENANTS),
+            **_each("targets nonGpuMatches diagnosis", _PLACED),
             "serviceAccount": frozenset({"ServiceAccount", "PodIdentityAssociation"}),
             "runtimeClass": frozenset({"RuntimeClass"}),
             "signaturePoliciesKnown": _SIGNATURES,
@@ -120,7 +123,7 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
         },
     ),
     # A pool gathers Nodes and node-pool declarations, each with its device facts.
-    "pool": (_TENANTS, {**_each("tenants trustDomains", _TENANTS), "*": _NODE_FACTS}),
+    "pool": (_PLACED, {**_each("tenants trustDomains", _PLACED), "*": _NODE_FACTS}),
     "sharingConfig": (frozenset({"ClusterPolicy"}), {}),
     "cluster": (
         _NODE_FACTS | _RBAC,

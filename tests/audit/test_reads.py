@@ -32,6 +32,7 @@ from .conftest import CONTEXT, ROOT, TOKEN, cli, objects
 NOW = datetime.datetime(2025, 6, 1, 12, tzinfo=datetime.UTC)
 EVERY_KIND = frozenset(resource.key for resource in RESOURCES)
 SIGNATURES = {"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"}
+KUEUE = {"LocalQueue", "ClusterQueue", "ResourceFlavor"}
 NAMESPACE_FACTS = (
     WORKLOAD_KINDS
     | {"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}
@@ -132,10 +133,26 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
             },
         ),
         ("'workload.serviceAccount'", set()),  # only text
+        ("workload.queuedPlacement == ''", KUEUE),
     ],
 )
 def test_fact_kinds(source: str, kinds: set[str]) -> None:
     assert relation.fact_kinds([source]) == kinds
+
+
+@pytest.mark.parametrize(
+    ("source", "queues"),
+    [
+        ("workload.targets.size() > 0", True),  # a queued workload has none
+        ("pool.tenants.size() > 1", True),  # its tenants are the workloads it is a target of
+        ("workload.runningShared && workload.runningNode.trustDomains.size() > 1", False),
+    ],
+)
+def test_placement_reads_kueue_and_what_runs_where_does_not(source: str, queues: bool) -> None:
+    """Found in review: what a node runs comes from live pods, never from a queue, so a
+    rule about it must keep running when LocalQueues cannot be listed."""
+    assert (relation.fact_kinds([source]) >= KUEUE) is queues
+    assert not (KUEUE & relation.fact_kinds([source])) or queues
 
 
 @pytest.mark.parametrize(
