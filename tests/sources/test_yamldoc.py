@@ -150,14 +150,14 @@ def test_the_path_cache_empties_past_its_bound_and_answers_the_same(
     from scanner.sources import yamlwalk
 
     before = only_object(parse(DEPLOYMENT))
-    monkeypatch.setattr(yamlwalk, "_PATH_CACHE_SIZE", 10)
+    monkeypatch.setattr(yamlwalk, "_PATH_CACHE_CHARS", 10)
     wide = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + "".join(
         f"  k{index}: v\n" for index in range(50)
     )
     assert only_object(parse(wide)).body["data"]["k49"] == "v"
     assert yamlwalk._PATHS.made > 10
     after = only_object(parse(DEPLOYMENT))  # the walk after this one starts empty
-    assert yamlwalk._PATHS.made < 50
+    assert yamlwalk._PATHS.made == sum(len(path) for path in after.lines.positions)
     assert after.body == before.body
     assert dict(after.lines.positions) == dict(before.lines.positions)
 
