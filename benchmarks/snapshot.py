@@ -43,8 +43,8 @@ from typing import IO, NamedTuple
 from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool
 from benchmarks.controllers import write_apps
 from benchmarks.emit import sequence_item
-from scanner.sources.resources import RESOURCES
-from scanner.sources.snapshot import ANNOTATION_LISTED, kind_label
+from scanner.sources.resources import RESOURCES, REVISION
+from scanner.sources.snapshot import ANNOTATION_LISTED, ANNOTATION_REVISION, kind_label
 
 LISTED = ",".join(sorted(kind_label(resource.key) for resource in RESOURCES))
 """Every kind an audit lists, as ``poolgate snapshot`` records a complete listing."""
@@ -165,12 +165,14 @@ class _Writer:
         if as_json:
             out.write(
                 '{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":"",'
-                f'"annotations":{{"{ANNOTATION_LISTED}":{listed}}}}},"items":[\n'
+                f'"annotations":{{"{ANNOTATION_LISTED}":{listed},'
+                f'"{ANNOTATION_REVISION}":"{REVISION}"}}}},"items":[\n'
             )
         else:
             out.write(
                 'apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: ""\n'
                 f"  annotations:\n    {ANNOTATION_LISTED}: {listed}\n"
+                f'    {ANNOTATION_REVISION}: "{REVISION}"\n'
             )
 
     def item(self, obj: Obj) -> None:

@@ -185,7 +185,9 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
 
     A kind a rule ``reads`` (``Reads``) is missing when it was forbidden or failed, when
     a snapshot taken with other rules enabled did not list it, or when poolgate cannot
-    list it at all (a user rule's kind outside its resource table). A snapshot that does
+    list it at all (a user rule's kind outside its resource table). A kind the
+    snapshot's poolgate could not list yet (``Resource.since``) is only a note: the
+    rules run without it, as they did then. A snapshot that does
     not say what it covers (a ``kubectl`` dump) is taken as it is: the rules run on the
     kinds it holds, a rule whose ``needs`` it lacks does not run, and earlier findings of
     a rule that reads a kind it lacks are unverified, never resolved.
@@ -200,15 +202,20 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     missing: dict[KindKey, list[Unavailable]] = {}
     for item in capture.unavailable:
         missing.setdefault(item.key, []).append(item)
+    older: list[str] = []
     for resource in plan(rules):
         if resource.key not in capture.listed and resource.key not in missing:
-            message = (
-                "not in the snapshot (it was taken with other rules enabled, "
-                "or by a poolgate that did not list this kind)"
-            )
+            if resource.since > capture.revision:
+                older.append(kind_label(resource.key))
+                continue
+            message = "not in the snapshot (it was taken with other rules enabled)"
             missing[resource.key] = [
                 Unavailable(resource.group, resource.kind, "not captured", message)
             ]
+    if older:
+        # The poolgate that wrote it could not list them: the rules judge it as that
+        # poolgate did, without them (a queued workload is not judged, for Kueue's).
+        notes.append(Notification(Level.NOTE, _OLDER.format(kinds=", ".join(older))))
     for kind in sorted({kind for r in relation.values() for kind in r.kinds} - ALL_KINDS):
         missing[("", kind)] = [Unavailable("", kind, "not listable", _UNLISTABLE)]
     for key, items in missing.items():
@@ -224,6 +231,12 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
         notes.append(Notification(level, _unavailable_message(key, items, stopped, partial)))
     return Coverage(tuple(notes), frozenset(blocked), frozenset(unseen))
 
+
+_OLDER = (
+    "the snapshot was written by an earlier poolgate, which did not list {kinds}: "
+    "the rules judge it without them, as that poolgate did; take a new snapshot to "
+    "include them"
+)
 
 _UNLISTABLE = (
     "poolgate does not list this kind in an audit (it is not in scanner/sources/resources.py); "

@@ -33,6 +33,9 @@ class Resource:
     operator_namespaces_only: bool = False
     """Listed only inside the operator namespaces (ConfigMaps: the device-plugin
     configuration lives there, and nothing else in a ConfigMap is poolgate's business)."""
+    since: int = 1
+    """The revision of this table (``REVISION``) that added the kind: a snapshot written
+    at an earlier revision could not have listed it."""
 
     @property
     def label(self) -> str:
@@ -45,8 +48,10 @@ class Resource:
         return (self.group, self.kind)
 
 
-def _r(kind: str, group: str, versions: str, plural: str, namespaced: bool) -> Resource:
-    return Resource(kind, group, tuple(versions.split()), plural, namespaced)
+def _r(
+    kind: str, group: str, versions: str, plural: str, namespaced: bool, since: int = 1
+) -> Resource:
+    return Resource(kind, group, tuple(versions.split()), plural, namespaced, since=since)
 
 
 CORE: tuple[Resource, ...] = (
@@ -139,14 +144,20 @@ CRDS: tuple[Resource, ...] = (
     _r("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices", True),
     _r("Rollout", "argoproj.io", "v1alpha1", "rollouts", True),
     # Kueue's queues and flavors: where a queued workload goes (scanner.model.queues).
-    _r("LocalQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "localqueues", True),
-    _r("ClusterQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "clusterqueues", False),
-    _r("ResourceFlavor", "kueue.x-k8s.io", "v1beta2 v1beta1", "resourceflavors", False),
+    _r("LocalQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "localqueues", True, since=2),
+    _r("ClusterQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "clusterqueues", False, since=2),
+    _r("ResourceFlavor", "kueue.x-k8s.io", "v1beta2 v1beta1", "resourceflavors", False, since=2),
 )
 
 RESOURCES: tuple[Resource, ...] = CORE + BUILT_IN + CRDS
 """Everything an audit may list, in listing order (Namespaces first: ConfigMaps are
 listed only in operator namespaces that exist)."""
+
+REVISION: int = max(resource.since for resource in RESOURCES)
+"""This table's revision, recorded in every snapshot (``poolgate.io/kinds-revision``).
+A kind added to the table gets ``since=REVISION + 1``, so an audit of an older snapshot
+knows the kind was not left out by the rules it was taken with, but by the poolgate
+that wrote it (scanner.audit.coverage)."""
 
 FORBIDDEN_RESOURCES: frozenset[str] = frozenset({"secrets"})
 """Never listed, whatever a rule asks for."""

@@ -9,6 +9,9 @@ poolgate records what it knows about the capture in the List's
   of a snapshot judges durations (a pod Pending for 10 minutes) as of this time;
 * ``poolgate.io/listed``: every kind that was listed to the end, as ``Kind.group``
   (``Pod``, ``Deployment.apps``), so an audit knows which kinds are complete;
+* ``poolgate.io/kinds-revision``: the revision of poolgate's table of listable kinds
+  (``scanner.sources.resources.REVISION``) when the snapshot was written: a kind the
+  writer's table did not have is not in ``listed`` for that reason alone;
 * ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
   ``failed``), so auditing the snapshot says exactly what the live audit said.
@@ -47,6 +50,7 @@ from urllib.parse import quote
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin, is_mapping
 from scanner.sources import numbers, surrogates
+from scanner.sources.resources import REVISION
 from scanner.sources.yamldoc import collector_paused
 
 SCHEME = "cluster://"
@@ -60,6 +64,7 @@ ANNOTATION_CONTEXT = "poolgate.io/context"
 ANNOTATION_CAPTURED_AT = "poolgate.io/captured-at"
 ANNOTATION_LISTED = "poolgate.io/listed"
 ANNOTATION_UNAVAILABLE = "poolgate.io/unavailable"
+ANNOTATION_REVISION = "poolgate.io/kinds-revision"
 
 _NO_LINES = LineMap({})
 """Live objects have no file: one shared empty line map (positions fall back to 1:1)."""
@@ -93,6 +98,9 @@ class Capture:
     listed: frozenset[KindKey] | None = None
     """Kinds listed to the end; None when unknown (a snapshot from another tool)."""
     unavailable: list[Unavailable] = field(default_factory=list)
+    revision: int = REVISION
+    """The revision of the kinds table that wrote ``listed`` (``resources.REVISION``):
+    1 for a snapshot from before the annotation."""
 
 
 def object_uri(context: str, ref: ObjectRef) -> str:
@@ -186,6 +194,7 @@ def write(capture: Capture, stream: TextIO) -> None:
     }
     if capture.listed is not None:
         annotations[ANNOTATION_LISTED] = ",".join(sorted(kind_label(k) for k in capture.listed))
+        annotations[ANNOTATION_REVISION] = str(capture.revision)
     if capture.unavailable:
         annotations[ANNOTATION_UNAVAILABLE] = json.dumps(
             [
@@ -273,6 +282,7 @@ def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
     listed = annotations.get(ANNOTATION_LISTED)
     if isinstance(listed, str):
         capture.listed = frozenset(parse_kind_label(x) for x in listed.split(",") if x.strip())
+        capture.revision = _revision(path, annotations.get(ANNOTATION_REVISION))
     capture.unavailable = _unavailable(path, annotations.get(ANNOTATION_UNAVAILABLE))
     return capture
 
@@ -357,6 +367,16 @@ def _captured_at(path: str, annotations: Mapping[str, Any]) -> datetime.datetime
         raise UsageError(
             f"{path}: annotation {ANNOTATION_CAPTURED_AT} is not an RFC 3339 time: {recorded!r}"
         ) from None
+
+
+def _revision(path: str, recorded: object) -> int:
+    """The kinds-table revision a snapshot was written at: 1 before it was recorded."""
+    if recorded is None:
+        return 1
+    text = str(recorded)
+    if not (text.isascii() and text.isdigit() and 0 < len(text) < 10 and int(text) > 0):
+        raise UsageError(f"{path}: annotation {ANNOTATION_REVISION} is not a revision: {text!r}")
+    return int(text)
 
 
 def _unavailable(path: str, recorded: object) -> list[Unavailable]:

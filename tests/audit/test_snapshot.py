@@ -6,13 +6,15 @@ import datetime
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import ObjectRef
 from scanner.sources import snapshot, yamllimits, yamlwalk
-from scanner.sources.snapshot import Capture, Unavailable
+from scanner.sources.resources import RESOURCES, REVISION
+from scanner.sources.snapshot import Capture, Unavailable, kind_label
 from scanner.sources.yamldoc import parse_plain
 
 POD = {
@@ -45,6 +47,8 @@ def test_write_then_read_round_trips_everything(tmp_path: Path) -> None:
     assert back.objects == [POD, NODE]
     assert back.listed == capture.listed
     assert back.unavailable == capture.unavailable
+    assert back.revision == REVISION
+    assert document["metadata"]["annotations"]["poolgate.io/kinds-revision"] == str(REVISION)
 
 
 def test_kubectl_yaml_dump_and_typed_lists(tmp_path: Path) -> None:
@@ -283,3 +287,53 @@ def test_a_kubectl_dump_of_some_kinds_never_resolves_findings_on_others(tmp_path
     result = cli("audit", "--snapshot", str(fixed), *args, "--compare", str(last_night))
     resolved = json.loads(result.stdout)["drift"]["resolved"]
     assert ("PG301", "debug-shell") in {(f["ruleId"], f["object"]["name"]) for f in resolved}
+
+
+@pytest.mark.parametrize("recorded", ["0", "-1", "two", "1.5", "99999999999"])
+def test_a_bad_kinds_revision_is_reported(tmp_path: Path, recorded: str) -> None:
+    dump = tmp_path / "dump.json"
+    meta = {"annotations": {"poolgate.io/listed": "Pod", "poolgate.io/kinds-revision": recorded}}
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
+    with pytest.raises(UsageError, match="kinds-revision is not a revision"):
+        snapshot.read(str(dump))
+
+
+def test_a_snapshot_from_before_kueue_is_judged_as_it_was_then(tmp_path: Path) -> None:
+    """Found in review: every snapshot written before poolgate listed Kueue's kinds
+    stopped PG104-PG106, PG108, PG201 and PG603 (exit 3), although the poolgate that
+    wrote it could not have listed them. Without ``poolgate.io/kinds-revision`` it is
+    revision 1: those kinds are a note and the rules run as they did then. A snapshot of
+    the current revision that lacks them was taken with other rules enabled: they stop."""
+    from .conftest import CONTEXT, cli, objects
+
+    lab = [body for body in objects("lab") if body["kind"] != "Secret"]
+    before = [r for r in RESOURCES if r.since == 1]
+    listed = ",".join(sorted(kind_label(resource.key) for resource in before))
+    args = ("--context", CONTEXT, "--format", "json", "--fail-on", "never")
+
+    def audit(annotations: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        path = tmp_path / "snap.json"
+        meta = {"annotations": annotations}
+        path.write_text(
+            json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": lab})
+        )
+        result = cli("audit", "--snapshot", str(path), *args)
+        return result.returncode, json.loads(result.stdout)
+
+    every = ",".join(sorted(kind_label(resource.key) for resource in RESOURCES))
+    code, current = audit(
+        {"poolgate.io/listed": every, "poolgate.io/kinds-revision": str(REVISION)}
+    )
+    old_code, old = audit({"poolgate.io/listed": listed})
+    assert old_code == code
+    assert old["findings"] == current["findings"]
+    assert code == 0
+    assert "PG105" in {f["ruleId"] for f in old["findings"]}
+    notes = [n["message"] for n in old["notifications"]]
+    assert any(n.startswith("the snapshot was written by an earlier poolgate") for n in notes)
+    assert any("LocalQueue.kueue.x-k8s.io" in n for n in notes)
+
+    blocked_code, blocked = audit({"poolgate.io/listed": listed, "poolgate.io/kinds-revision": "2"})
+    assert blocked_code == 3
+    stopped = [n["message"] for n in blocked["notifications"] if "did not run" in n["message"]]
+    assert stopped and "PG105" in stopped[0] and "not captured" in stopped[0]
