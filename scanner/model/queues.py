@@ -16,12 +16,21 @@ template as written is then not where the pods go: a job with no SKU selector an
 no toleration for the GPU taint is exactly what a platform using flavors asks its
 tenants to write.
 
+A live object (an audit) has been through Kueue's webhooks already. The label is
+then all there is to read: the defaulting webhook labelled what the ``default``
+LocalQueue takes when it was created, so an unlabelled live workload is not Kueue's.
+And a live job Kueue admitted runs what the flavor added: Kueue unsuspends it and
+writes the flavor's node labels and tolerations into its pod template (a bare Pod:
+removes its ``kueue.x-k8s.io/admission`` scheduling gate and writes them into the
+Pod), so it is judged as it now reads. A suspended one waits, or was evicted and
+had its template restored.
+
 ``queuedPlacement`` is empty for a workload whose placement is as written (no queue
-label, or a queue whose flavors in scope add no node labels and no tolerations);
-otherwise it says why not. The placement rules (PG104, PG105, and through
-``targets`` PG106, PG108 and PG201) do not judge such a workload: the flavor it will
-get is Kueue's choice, and when the queue, its ClusterQueue or a flavor is not in
-scope, nothing says what Kueue adds.
+label, a queue whose flavors in scope add no node labels and no tolerations, or a
+live job already admitted); otherwise it says why not. The placement rules (PG104,
+PG105, and through ``targets`` PG106, PG108 and PG201) do not judge such a workload:
+the flavor it will get is Kueue's choice, and when the queue, its ClusterQueue or a
+flavor is not in scope, nothing says what Kueue adds.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import api_group
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Join, Workload, join_complete
+from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
@@ -42,6 +52,20 @@ POD_BY_POD: Final = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 on the pod template."""
 
 DEFAULT_QUEUE: Final = "default"
+
+ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
+"""The scheduling gate a queued Pod carries until Kueue admits it."""
+
+_SUSPEND: Final = {
+    ("batch", "Job"): ("spec", "suspend"),
+    ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
+    ("ray.io", "RayJob"): ("spec", "suspend"),
+    ("ray.io", "RayCluster"): ("spec", "suspend"),
+    ("kubeflow.org", "PyTorchJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "TFJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "MPIJob"): ("spec", "runPolicy", "suspend"),
+}
+"""Where each kind Kueue admits by unsuspending it keeps ``suspend``."""
 
 
 def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
@@ -53,8 +77,13 @@ def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
     def join(workload: Workload) -> None:
         facts = workload.facts
         namespace = facts["namespace"]
-        queue = _queue_name(workload.obj, facts["podLabels"])
-        if not queue and queues:
+        obj = workload.obj
+        live = obj.origin.source_type == LIVE
+        queue = _queue_name(obj, facts["podLabels"])
+        if queue and live and _admitted(obj):
+            facts["queuedPlacement"] = ""
+            return
+        if not queue and queues and not live:
             if namespace not in defaults:
                 defaults[namespace] = _local_queue(index, namespace, DEFAULT_QUEUE) is not None
             queue = DEFAULT_QUEUE if defaults[namespace] else ""
@@ -80,6 +109,23 @@ def _queue_name(obj: KubeObject, pod_labels: Mapping[str, str]) -> str:
         if not name and obj.kind in POD_BY_POD:
             name = pod_labels.get(QUEUE_LABEL)
     return name if isinstance(name, str) else ""
+
+
+def _admitted(obj: KubeObject) -> bool:
+    """Whether Kueue has admitted the live ``obj``: a Pod without its admission gate,
+    a job of a kind it unsuspends that is not suspended (module docstring)."""
+    body = obj.body
+    if obj.kind == "Pod" and api_group(obj.api_version) == "":
+        gates = as_mapping(body.get("spec")).get("schedulingGates")
+        names = [as_mapping(g).get("name") for g in gates] if isinstance(gates, list) else []
+        return ADMISSION_GATE not in names
+    path = _SUSPEND.get((api_group(obj.api_version), obj.kind))
+    if path is None:
+        return False  # a Deployment's pods are admitted one by one, not its template
+    value: Any = body
+    for key in path:
+        value = as_mapping(value).get(key)
+    return value is not True
 
 
 def _local_queue(index: ObjectIndex, namespace: str, name: str) -> KubeObject | None:

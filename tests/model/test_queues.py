@@ -9,6 +9,7 @@ from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
 from scanner.model.queues import QUEUE_LABEL, attach_queues
 from scanner.model.workloads import build_workloads
+from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 
@@ -106,3 +107,50 @@ def test_where_kueue_reads_the_queue_name() -> None:
     unset = obj("LocalQueue", "q", {"clusterQueue": "cq"})  # no namespace
     found = placement(*flavored[:2], unset, job("j", {QUEUE_LABEL: "q"}, namespace=""))
     assert found["j"].startswith("Kueue queue default/q places it")
+
+
+def live(made: KubeObject, **spec: Any) -> KubeObject:
+    """``made`` as an audit reads it (a ``cluster://`` object), with ``spec`` merged in."""
+    made.body["spec"].update(spec)
+    return KubeObject(made.body, Origin("cluster://lab/ml/x", source_type=LIVE), LineMap({}))
+
+
+def test_a_live_job_kueue_admitted_is_judged_as_it_now_reads() -> None:
+    """Kueue unsuspends what it admits and writes the flavor's node labels and
+    tolerations into the pod template (a bare Pod: removes its admission gate), so in an
+    audit an admitted job runs as it reads; a suspended one still waits for a flavor."""
+    flavored = queues({"nodeLabels": {"sku": "h100"}})
+    label = {QUEUE_LABEL: "q"}
+    pytorch = job("trainer", label)
+    pytorch.body.update(apiVersion="kubeflow.org/v1", kind="PyTorchJob")
+    pytorch.body["spec"] = {
+        "pytorchReplicaSpecs": {"Worker": {"template": pytorch.body["spec"]["template"]}}
+    }
+    pod = obj("Pod", "bare", {"containers": [{"name": "c", "image": "x"}]}, "ml", labels=label)
+    pod.body["apiVersion"] = "v1"
+    gate = [{"name": "kueue.x-k8s.io/admission"}]
+    found = placement(
+        *flavored,
+        live(job("running", label), suspend=False),
+        live(job("waiting", label), suspend=True),
+        live(job("defaulted", label)),  # no suspend field: not suspended
+        live(pytorch, runPolicy={"suspend": False}),
+        live(pod),
+        live(obj("Pod", "gated", dict(pod.body["spec"], schedulingGates=gate), "ml", labels=label)),
+        live(job("web", {}, label, kind="Deployment")),  # its pods are admitted, not it
+        job("manifest", label),  # a manifest: Kueue will suspend it on creation
+    )
+    assert found["running"] == found["defaulted"] == found["trainer"] == found["bare"] == ""
+    for waiting in ("waiting", "gated", "web", "manifest"):
+        assert found[waiting].startswith("Kueue queue ml/q places it"), waiting
+
+
+def test_an_unlabelled_live_workload_is_not_taken_by_the_default_queue() -> None:
+    """Kueue's defaulting webhook labels what a ``default`` LocalQueue takes when it is
+    created; a live workload without the label was not taken (made before the queue,
+    or of a kind Kueue does not manage), so it is judged as written."""
+    flavored = queues({"nodeLabels": {"sku": "h100"}})
+    default = obj("LocalQueue", "default", {"clusterQueue": "cq"}, "ml")
+    found = placement(*flavored[:2], default, live(job("old", {}), suspend=False), job("new", {}))
+    assert found["old"] == ""
+    assert found["new"].startswith("Kueue queue ml/default places it")
