@@ -168,7 +168,11 @@ def _looks_like_config(obj: KubeObject) -> bool:
 
 def _may_be_config(value: str) -> bool:
     """Whether ``value`` spells what ``_looks_like_config`` looks for, before it is
-    parsed: an application's config that mentions ``feature_flags`` is not composed."""
+    parsed: an application's config that mentions ``feature_flags`` is not composed.
+    An escape (``"time\\u0053licing"``) can spell any key, so a value with one is
+    parsed whatever it spells."""
+    if "\\" in value:
+        return True
     if "sharing" in value and ("timeSlicing" in value or "mps" in value):
         return True
     if "flags" in value and any(flag in value for flag in _PLUGIN_FLAGS):

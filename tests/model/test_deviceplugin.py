@@ -66,6 +66,9 @@ def _config_map(value: str) -> KubeObject:
         ("flags:\n  migStrategy: mixed\n", True),
         ("version: v1\nsharing: [unclosed\n", True),  # does not parse: PG205 reports it
         ("sharing: {timeSlicing: 2}\n", True),  # malformed, PG205's to report
+        # Found in review: escapes spell keys the text does not (YAML and JSON alike).
+        ('sharing:\n  "time\\u0053licing": {resources: []}\n', True),
+        ('{"flags": {"mig\\u0053trategy": "mixed"}}', True),
         # An application's config that only mentions the words is not composed, and
         # one that spells a sharing mode or a flag outside those places is not one.
         ("server:\n  port: 8080\n# tuning knob: feature_flags = 5\n", False),
