@@ -202,20 +202,18 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     missing: dict[KindKey, list[Unavailable]] = {}
     for item in capture.unavailable:
         missing.setdefault(item.key, []).append(item)
-    older: list[str] = []
+    older: list[KindKey] = []
     for resource in plan(rules):
         if resource.key not in capture.listed and resource.key not in missing:
             if resource.since > capture.revision:
-                older.append(kind_label(resource.key))
+                older.append(resource.key)
                 continue
             message = "not in the snapshot (it was taken with other rules enabled)"
             missing[resource.key] = [
                 Unavailable(resource.group, resource.kind, "not captured", message)
             ]
     if older:
-        # The poolgate that wrote it could not list them: the rules judge it as that
-        # poolgate did, without them (a queued workload is not judged, for Kueue's).
-        notes.append(Notification(Level.NOTE, _OLDER.format(kinds=", ".join(older))))
+        notes.append(_older_kinds(older, active, relation, blocked, unseen))
     for kind in sorted({kind for r in relation.values() for kind in r.kinds} - ALL_KINDS):
         missing[("", kind)] = [Unavailable("", kind, "not listable", _UNLISTABLE)]
     for key, items in missing.items():
@@ -232,11 +230,39 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     return Coverage(tuple(notes), frozenset(blocked), frozenset(unseen))
 
 
-_OLDER = (
-    "the snapshot was written by an earlier poolgate, which did not list {kinds}: "
-    "the rules judge it without them, as that poolgate did; take a new snapshot to "
-    "include them"
-)
+def _older_kinds(
+    kinds: Sequence[KindKey],
+    active: Sequence[Rule],
+    relation: Mapping[str, Reads],
+    blocked: set[str],
+    unseen: set[tuple[str, str]],
+) -> Notification:
+    """Kinds the snapshot lacks because the poolgate that wrote it could not list them
+    yet (``Resource.since``). The model judges without them, as that poolgate did (for
+    Kueue's: a queued workload is not judged); a rule that ``needs`` one does not run;
+    and ``--compare`` calls no earlier finding of a rule that reads one resolved: its
+    findings on that kind, or on every kind it reports when the kind is a join."""
+    names = {kind for _, kind in kinds}
+    stopped = sorted(r.id for r in active if names & r.needs)
+    blocked.update(stopped)
+    for rule in active:
+        if rule.id in stopped:
+            continue
+        read = relation[rule.id]
+        unseen.update((rule.id, kind) for kind in names & read.subjects)
+        if names & read.joins:
+            unseen.update((rule.id, kind) for kind in reported_kinds(rule))
+    text = (
+        "the snapshot was written by an earlier poolgate, which did not list "
+        f"{', '.join(kind_label(key) for key in kinds)}: the rules judge it without them, "
+        "as that poolgate did, and --compare calls no earlier finding of the rules that "
+        "read them resolved"
+    )
+    if stopped:
+        text += f"; rules that need them did not run: {', '.join(stopped)}"
+    text += "; take a new snapshot to include them"
+    return Notification(Level.ERROR if stopped else Level.NOTE, text)
+
 
 _UNLISTABLE = (
     "poolgate does not list this kind in an audit (it is not in scanner/sources/resources.py); "

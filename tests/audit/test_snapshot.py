@@ -337,3 +337,75 @@ def test_a_snapshot_from_before_kueue_is_judged_as_it_was_then(tmp_path: Path) -
     assert blocked_code == 3
     stopped = [n["message"] for n in blocked["notifications"] if "did not run" in n["message"]]
     assert stopped and "PG105" in stopped[0] and "not captured" in stopped[0]
+
+
+QUEUE_RULE = """\
+id: ACME011
+name: queued-needs-queues
+level: warning
+summary: A user rule that needs LocalQueues.
+description: Reads Kueue's placement and says it needs the queues to be listed.
+remediation: None.
+subject: workload
+needs: [LocalQueue]
+violations: |
+  workload.queuedPlacement == "" ? [] : [{"message": "queued", "path": workload.podSpecPath}]
+"""
+
+
+def test_an_older_snapshot_never_resolves_findings_that_need_kueue(tmp_path: Path) -> None:
+    """Found in review: last night's snapshot listed Kueue and PG105 fired on a queued
+    job whose flavor adds nothing; tonight's was written by a poolgate from before
+    Kueue (no queues: the job is not judged). --compare must call that finding
+    unverified, not resolved; and a user rule that needs LocalQueues does not run."""
+    import yaml
+
+    from .conftest import CONTEXT, ROOT, cli
+
+    text = (ROOT / "fixtures/rules/PG105/fire-kueue-flavor-adds-nothing.yaml").read_text()
+    bodies = [body for body in yaml.safe_load_all(text) if body]
+    for body in bodies:
+        if body["kind"] == "Job":
+            body["spec"]["suspend"] = True  # waiting in its queue (admitted: as written)
+    every = ",".join(sorted(kind_label(resource.key) for resource in RESOURCES))
+    old = ",".join(sorted(kind_label(r.key) for r in RESOURCES if r.since == 1))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "ACME011-queued.yaml").write_text(QUEUE_RULE)
+    args = ("--context", CONTEXT, "--format", "json", "--rules", str(rules))
+
+    def write(name: str, items: list[dict[str, Any]], annotations: dict[str, str]) -> Path:
+        path = tmp_path / name
+        meta = {"annotations": annotations}
+        path.write_text(
+            json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": items})
+        )
+        return path
+
+    last = write(
+        "last.json",
+        bodies,
+        {"poolgate.io/listed": every, "poolgate.io/kinds-revision": str(REVISION)},
+    )
+    report = tmp_path / "last-report.json"
+    cli("audit", "--snapshot", str(last), *args, "-o", str(report))
+    assert "PG105" in {f["ruleId"] for f in json.loads(report.read_text())["findings"]}
+
+    kueue = {"LocalQueue", "ClusterQueue", "ResourceFlavor"}
+    tonight = write(
+        "tonight.json", [b for b in bodies if b["kind"] not in kueue], {"poolgate.io/listed": old}
+    )
+    result = cli("audit", "--snapshot", str(tonight), *args, "--compare", str(report))
+    document = json.loads(result.stdout)
+    drift = document["drift"]
+    assert ("PG105", "finetune") in {
+        (f["ruleId"], f["object"]["name"]) for f in drift["unverified"]
+    }
+    assert not [f for f in drift["resolved"] if f["ruleId"] == "PG105"]
+    [note] = [n for n in document["notifications"] if "earlier poolgate" in n["message"]]
+    assert note["level"] == "error"
+    assert note["message"].endswith(
+        "rules that need them did not run: ACME011; take a new snapshot to include them"
+    )
+    assert "ACME011" not in {f["ruleId"] for f in document["findings"]}
+    assert result.returncode in (1, 3)
