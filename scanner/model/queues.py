@@ -19,6 +19,9 @@ tenants to write.
 A live object (an audit) has been through Kueue's webhooks already. The label is
 then all there is to read: the defaulting webhook labelled what the ``default``
 LocalQueue takes when it was created, so an unlabelled live workload is not Kueue's.
+A CronJob aside: Kueue does not manage it, so nothing labels it, but the webhook
+labels each Job it creates (their owner is not Kueue's), so its Jobs go to the
+``default`` queue all the same (found in review).
 And a live job Kueue admitted runs what the flavor added: Kueue unsuspends it and
 writes the flavor's node labels and tolerations into its pod template (a bare Pod:
 removes its ``kueue.x-k8s.io/admission`` scheduling gate and writes them into the
@@ -53,6 +56,9 @@ on the pod template."""
 
 DEFAULT_QUEUE: Final = "default"
 
+MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
+"""``spec.managedBy`` of a job MultiKueue dispatches to a worker cluster."""
+
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 """The scheduling gate a queued Pod carries until Kueue admits it."""
 
@@ -83,7 +89,7 @@ def attach_queues(workloads: Sequence[Workload], index: ObjectIndex) -> Join:
         if queue and live and _admitted(obj):
             facts["queuedPlacement"] = ""
             return
-        if not queue and queues and not live:
+        if not queue and queues and (not live or obj.kind == "CronJob"):
             if namespace not in defaults:
                 defaults[namespace] = _local_queue(index, namespace, DEFAULT_QUEUE) is not None
             queue = DEFAULT_QUEUE if defaults[namespace] else ""
@@ -122,6 +128,8 @@ def _admitted(obj: KubeObject) -> bool:
     path = _SUSPEND.get((api_group(obj.api_version), obj.kind))
     if path is None:
         return False  # a Deployment's pods are admitted one by one, not its template
+    if as_mapping(body.get("spec")).get("managedBy") == MULTIKUEUE:
+        return False  # unsuspended here, run in a worker cluster with its flavor
     value: Any = body
     for key in path:
         value = as_mapping(value).get(key)

@@ -154,3 +154,21 @@ def test_an_unlabelled_live_workload_is_not_taken_by_the_default_queue() -> None
     found = placement(*flavored[:2], default, live(job("old", {}), suspend=False), job("new", {}))
     assert found["old"] == ""
     assert found["new"].startswith("Kueue queue ml/default places it")
+    # Found in review: Kueue does not manage a CronJob, so nothing labels it, but each
+    # Job it creates is labelled for the default queue and placed by its flavor.
+    cronjob = obj("CronJob", "nightly", {}, "ml")
+    cronjob.body["apiVersion"] = "batch/v1"
+    template = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+    cronjob.body["spec"] = {"jobTemplate": {"spec": {"template": template}}}
+    found = placement(*flavored[:2], default, live(cronjob))
+    assert found["nightly"].startswith("Kueue queue ml/default places it")
+
+
+def test_a_job_multikueue_dispatches_runs_elsewhere() -> None:
+    """Found in review: MultiKueue unsuspends the job in the manager cluster once a
+    worker admitted it; its pods run in the worker cluster, with that flavor."""
+    flavored = queues({"nodeLabels": {"sku": "h100"}})
+    dispatched = live(
+        job("dispatched", {QUEUE_LABEL: "q"}), suspend=False, managedBy="kueue.x-k8s.io/multikueue"
+    )
+    assert placement(*flavored, dispatched)["dispatched"].startswith("Kueue queue ml/q places it")
