@@ -169,15 +169,30 @@ def _looks_like_config(obj: KubeObject) -> bool:
 def _may_be_config(value: str) -> bool:
     """Whether ``value`` spells what ``_looks_like_config`` looks for, before it is
     parsed: an application's config that mentions ``feature_flags`` is not composed.
-    An escape (``"time\\u0053licing"``) can spell any key, so a value with one is
-    parsed whatever it spells."""
+    Escapes are read first: ``"time\\u0053licing"`` (YAML or JSON) and a quoted key
+    broken over lines with ``\\`` spell keys the text does not (found in review)."""
     if "\\" in value:
-        return True
+        value = _ESCAPE.sub(_unescape, value)
     if "sharing" in value and ("timeSlicing" in value or "mps" in value):
         return True
     if "flags" in value and any(flag in value for flag in _PLUGIN_FLAGS):
         return True
     return "version:" in value and ("sharing:" in value or "flags:" in value)
+
+
+_ESCAPE: Final = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|\r?\n[ \t]*)"
+)
+"""The escapes that can spell a letter in YAML's double-quoted scalars and JSON
+strings, and YAML's escaped line break (the next line's indentation dropped)."""
+
+
+def _unescape(match: re.Match[str]) -> str:
+    digits = match.group(1) or match.group(2) or match.group(3)
+    if digits is None:
+        return ""  # an escaped line break joins the lines
+    code = int(digits, 16)
+    return chr(code) if code <= 0x10FFFF else match.group(0)
 
 
 def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, Any]:

@@ -69,6 +69,10 @@ def _config_map(value: str) -> KubeObject:
         # Found in review: escapes spell keys the text does not (YAML and JSON alike).
         ('sharing:\n  "time\\u0053licing": {resources: []}\n', True),
         ('{"flags": {"mig\\u0053trategy": "mixed"}}', True),
+        ('sharing:\n  "time\\x53licing": {resources: []}\n', True),
+        ('sharing:\n  ? "time\\\n    Slicing"\n  : {resources: []}\n', True),  # escaped line break
+        # A dashboard full of escapes that spell nothing of the plugin's is not parsed.
+        ('{"panels": [{"expr": "rate(x{job=\\"a\\"}[5m])", "flags": "\\u00e9"}]}', False),
         # An application's config that only mentions the words is not composed, and
         # one that spells a sharing mode or a flag outside those places is not one.
         ("server:\n  port: 8080\n# tuning knob: feature_flags = 5\n", False),
