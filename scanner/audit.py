@@ -186,8 +186,9 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     A kind a rule ``reads`` (``Reads``) is missing when it was forbidden or failed, when
     a snapshot taken with other rules enabled did not list it, or when poolgate cannot
     list it at all (a user rule's kind outside its resource table). A kind the
-    snapshot's poolgate could not list yet (``Resource.since``) is only a note: the
-    rules run without it, as they did then. A snapshot that does
+    snapshot's poolgate could not list yet (``Resource.since``) is a note, and the
+    rules run without it as they did then, but for those that need it
+    (``_older_kinds``). A snapshot that does
     not say what it covers (a ``kubectl`` dump) is taken as it is: the rules run on the
     kinds it holds, a rule whose ``needs`` it lacks does not run, and earlier findings of
     a rule that reads a kind it lacks are unverified, never resolved.
