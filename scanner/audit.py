@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -231,6 +231,16 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     return Coverage(tuple(notes), frozenset(blocked), frozenset(unseen))
 
 
+def _unverified(rule: Rule, read: Reads, lacking: Collection[str]) -> set[tuple[str, str]]:
+    """(rule, kind) pairs whose earlier findings ``--compare`` may not call resolved when
+    the run lacks ``lacking`` of the kinds ``rule`` reads: every kind it reports when one
+    is a join (its verdicts rest on it), else the lacking kinds it reports on."""
+    if not lacking:
+        return set()
+    kinds = reported_kinds(rule) if read.joins.intersection(lacking) else lacking
+    return {(rule.id, kind) for kind in kinds}
+
+
 def _older_kinds(
     kinds: Sequence[KindKey],
     active: Sequence[Rule],
@@ -247,12 +257,8 @@ def _older_kinds(
     stopped = sorted(r.id for r in active if names & r.needs)
     blocked.update(stopped)
     for rule in active:
-        if rule.id in stopped:
-            continue
-        read = relation[rule.id]
-        unseen.update((rule.id, kind) for kind in names & read.subjects)
-        if names & read.joins:
-            unseen.update((rule.id, kind) for kind in reported_kinds(rule))
+        if rule.id not in stopped:
+            unseen |= _unverified(rule, relation[rule.id], names & relation[rule.id].kinds)
     text = (
         "the snapshot was written by an earlier poolgate, which did not list "
         f"{', '.join(kind_label(key) for key in kinds)}: the rules judge it without them, "
@@ -295,10 +301,7 @@ def _dump_coverage(
         if not lacking or rule.id in needing:
             continue
         absent |= lacking
-        if lacking & relation[rule.id].joins:
-            unseen.update((rule.id, kind) for kind in reported_kinds(rule))
-        else:
-            unseen.update((rule.id, kind) for kind in lacking)
+        unseen |= _unverified(rule, relation[rule.id], lacking)
     if absent:
         names = sorted(absent)
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")

@@ -152,7 +152,7 @@ def _looks_like_config(obj: KubeObject) -> bool:
             continue
         documents, problems = parse_plain(value)
         if problems and not documents:
-            if "version:" in value and ("sharing:" in value or "flags:" in value):
+            if _spells_config_keys(value):
                 return True
             continue
         for body, _ in documents:
@@ -177,6 +177,11 @@ def _may_be_config(value: str) -> bool:
         return True
     if "flags" in value and any(flag in value for flag in _PLUGIN_FLAGS):
         return True
+    return _spells_config_keys(value)
+
+
+def _spells_config_keys(value: str) -> bool:
+    """``version:`` with ``sharing:`` or ``flags:``: a config, even one that does not parse."""
     return "version:" in value and ("sharing:" in value or "flags:" in value)
 
 
