@@ -1,8 +1,7 @@
 """PG303 against Kyverno's Pod Security verdicts (kyverno/policies test suites).
 
-The published test resources and their expected pass/fail verdicts are read at
-test time from ``../shared/realworld/kyverno-podsec`` (skipped when absent; they
-are not copied here). Each resource is scanned as a GPU workload in a tenant
+The published test resources and their expected pass/fail verdicts are vendored
+in ``tests/data/kyverno-podsec`` (its README names the source commit and license). Each resource is scanned as a GPU workload in a tenant
 namespace (a GPU limit is added to its first container, which no check reads),
 and the findings of the rule that claims the control a policy checks, at the
 control's field, are compared with the policy's verdict:
@@ -37,7 +36,7 @@ from scanner.kinds import POD_SPEC_PATHS
 from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "realworld" / "kyverno-podsec"
+DATA = ROOT / "tests" / "data" / "kyverno-podsec"
 
 EQUAL, IMPLIES = "equal", "implies"
 
@@ -66,8 +65,6 @@ CHECKS: dict[str, Check] = {
     "disallow-host-path": Check("PG404", _field("hostPath"), EQUAL),
 }
 RULES = sorted({check.rule for check in CHECKS.values()})
-
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not present")
 
 
 @cache
@@ -98,8 +95,6 @@ def scan(resources: list[dict[str, Any]], engine: str) -> list[Finding]:
 
 
 def cases() -> Iterator[Any]:
-    if not DATA.is_dir():
-        return
     for policy, check in CHECKS.items():
         data = yaml.load((DATA / f"{policy}.yaml").read_text(), Loader=yaml.CSafeLoader)
         test = data["kyverno_test"]

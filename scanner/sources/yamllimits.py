@@ -166,9 +166,15 @@ def first_too_deep(
 
     Reads libyaml's event stream, which it produces without recursing. A parse error
     ends the check: composing stops at the same error, before any depth not seen here.
+    One error is the depth itself: libyaml 0.2.6 (PyYAML 6.0.4's wheels) refuses 1,000
+    flow levels while its scanner looks ahead for a simple key, before it has produced
+    the events of the levels in between. Those levels are the flow openers between the
+    last event and the error, counted from the text (an opener inside a quoted scalar
+    in that window would count too; the document is refused either way).
     """
     depth = 0
     index = 0
+    last = 0  # where the last event ended: the scanner's lookahead starts there
     try:
         for event in yaml.parse(text, Loader=loader):
             kind = event.__class__
@@ -182,6 +188,30 @@ def first_too_deep(
             elif kind is DocumentEndEvent:
                 index += 1
                 depth = 0
+            if event.end_mark is not None:
+                last = event.end_mark.index
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        if mark is None:
+            return None
+        opener = _opener_past(text, last, mark.index, COMPOSE_SAFE_DEPTH - depth)
+        if opener is None:
+            return None
+        line = text.count("\n", 0, opener)
+        return index, line + 1, opener - (text.rfind("\n", 0, opener) + 1) + 1
     except (yaml.YAMLError, UnicodeEncodeError):
         return None
+    return None
+
+
+def _opener_past(text: str, start: int, end: int, allowed: int) -> int | None:
+    """Index of the first flow opener in ``text[start:end]`` beyond ``allowed`` of them."""
+    if allowed < 0:
+        return None
+    seen = 0
+    for position in range(start, end):
+        if text[position] in "[{":
+            seen += 1
+            if seen > allowed:
+                return position
     return None

@@ -4,7 +4,8 @@ The JSON schema only checks shape; the Multitool also checks what GitHub code
 scanning needs (GH rules) and SARIF's consistency rules (indexes, URIs, base
 ids). Install it with ``.ci/install-sarif-multitool`` and point
 ``POOLGATE_SARIF_MULTITOOL`` at the binary it prints; without it these tests
-skip, unless the variable is set to a path that does not exist.
+skip on a user's clone and fail under ``CI=true`` (``tests/tool_check.py``), and a
+variable set to a path that does not exist always fails.
 
 The Multitool is a .NET program: one that cannot parse a URI in the log drops
 the whole log silently and reports nothing. So each run also validates a copy
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tool_check import tool_missing
 
 from scanner.reporters import Report
 
@@ -52,7 +53,7 @@ def _multitool() -> Path:
     on_path = shutil.which("Sarif.Multitool")
     if on_path:
         return Path(on_path)
-    pytest.skip(f"SARIF Multitool not installed: run .ci/install-sarif-multitool and set {ENV_VAR}")
+    tool_missing(f"SARIF Multitool not installed: run .ci/install-sarif-multitool and set {ENV_VAR}")
 
 
 def _validate(tmp_path: Path, logs: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
