@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -11,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from scanner import audit
@@ -24,6 +26,8 @@ from .conftest import CONTEXT, ROOT, TOKEN, cli, objects
 DRA_KINDS = RESOURCE_CLAIM_KINDS | {"DeviceClass"}
 
 DEPLOY = ROOT / "deploy"
+APISERVER_PLACEHOLDER = "API-SERVER-IP/32"
+"""deploy/networkpolicy.yaml's API server address until the user sets it (README)."""
 
 
 def manifests() -> list[dict[str, Any]]:
@@ -119,13 +123,41 @@ def test_cronjob_runs_the_audit_as_a_dedicated_non_root_identity() -> None:
 
 
 def test_network_policy_denies_all_but_egress_to_the_api_server() -> None:
+    """Found in review: the allow rule had ports but no ``to:``, so the audit pod could
+    reach port 443 and 6443 anywhere, while the README said "API server only". Every
+    egress rule now names its destinations, only ``ipBlock`` addresses (a pod or
+    namespace selector would reach other pods), no DNS; as shipped the address is a
+    placeholder the API server refuses, so an unset one allows nothing."""
     policies = {p["metadata"]["name"]: p["spec"] for p in of_kind("NetworkPolicy")}
     deny = policies["default-deny"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     allow = policies["audit-to-apiserver"]
     assert allow["policyTypes"] == ["Egress"] and "ingress" not in allow
-    ports = [port["port"] for rule in allow["egress"] for port in rule["ports"]]
-    assert sorted(ports) == [443, 6443]
+    assert allow["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "poolgate-audit"}}
+    for spec in policies.values():
+        for rule in spec.get("egress", []):
+            assert rule.get("to"), f"an egress rule without destinations allows all: {rule}"
+            assert [sorted(peer) for peer in rule["to"]] == [["ipBlock"]] * len(rule["to"])
+            assert rule.get("ports"), f"an egress rule without ports allows every port: {rule}"
+            ports = sorted((port["protocol"], port["port"]) for port in rule["ports"])
+            assert ports == [("TCP", 443), ("TCP", 6443)]  # no DNS (53), nothing else
+    [rule] = allow["egress"]
+    cidrs = [peer["ipBlock"]["cidr"] for peer in rule["to"]]
+    assert cidrs == [APISERVER_PLACEHOLDER]
+    with pytest.raises(ValueError):  # so the API server refuses it until it is set
+        ipaddress.ip_network(APISERVER_PLACEHOLDER)
+
+
+def test_the_readme_says_how_to_set_the_api_server_address() -> None:
+    readme = (ROOT / "README.md").read_text()
+    text = (DEPLOY / "networkpolicy.yaml").read_text()
+    for where in (readme, text):
+        assert (
+            "kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes"
+            in where
+        )
+        assert f"sed -i 's|{APISERVER_PLACEHOLDER}|" in where
+    assert "**The API server's address.**" in readme
 
 
 def test_every_kind_the_model_knows_is_listable() -> None:

@@ -1,8 +1,12 @@
 """The composite GitHub Action and the example workflow.
 
-* Both validate against check-jsonschema's built-in GitHub schemas and zizmor
-  reports no high-severity finding on them (both tools are dev extras; a test is
-  skipped, saying so, only when its tool is not installed).
+* Both validate against check-jsonschema's built-in GitHub schemas and zizmor's
+  auditor persona (every audit, every severity) finds nothing in them (both tools
+  are dev extras; a test is skipped, saying so, only when its tool is not installed,
+  and fails instead under CI=true).
+* The install is hash-pinned: requirements/action.txt pins every runtime dependency
+  of pyproject.toml and the build backend, each with hashes; poolgate itself is
+  installed without dependencies or an isolated build.
 * The action's shell steps run here under a simulated runner: GITHUB_OUTPUT,
   GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE (a temporary git repository),
   RUNNER_TEMP and GITHUB_ACTION_PATH (this checkout). ``env:`` expressions are
@@ -11,25 +15,35 @@
   POOLGATE_ACTION_PYTHON makes the install step use this interpreter (with this
   checkout installed: every python of the action runs isolated, ``-I``, so neither
   PYTHONPATH nor the workspace reaches sys.path) instead of creating a virtual
-  environment and installing from PyPI.
+  environment and installing from PyPI; the install itself runs against a fake
+  ``python3`` that records what pip was asked to do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from pg_integration import CLEAN, PRIVILEGED, ROOT, clean_env, git
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from pg_integration import CLEAN, PRIVILEGED, ROOT, clean_env, fake_tool, git
+from tool_check import tool_missing
 
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / "examples" / "github-workflow.yml"
+REQUIREMENTS = ROOT / "requirements" / "action.txt"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
@@ -42,7 +56,7 @@ def _action() -> dict[str, Any]:
 def _tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        pytest.skip(f"{name} is not installed (pip install -e '.[dev]' installs it)")
+        tool_missing(f"{name} is not installed (pip install -e '.[dev]' installs it)")
     return found
 
 
@@ -61,22 +75,23 @@ def test_action_and_workflow_match_githubs_schemas() -> None:
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_zizmor_finds_nothing_of_high_severity() -> None:
+def test_zizmor_auditor_finds_nothing() -> None:
+    """The auditor persona runs every audit at every severity and confidence (found in
+    review: ``secrets-outside-env`` on the example's kubeconfig secret)."""
     tool = _tool("zizmor")
     done = subprocess.run(
-        [tool, "--offline", "--format", "json", str(ACTION), str(WORKFLOW)],
+        [tool, "--offline", "--persona", "auditor", "--format", "json", str(ACTION), str(WORKFLOW)],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode in (0, 10, 11, 12, 13, 14), done.stderr  # 1x: findings present
     findings = json.loads(done.stdout)
-    high = [
-        (item["ident"], item["locations"][0]["symbolic"]["key"])
-        for item in findings
-        if item["determinations"]["severity"] == "High"
+    found = [
+        (item["ident"], item["locations"][0]["symbolic"]["key"], item["desc"]) for item in findings
     ]
-    assert high == []
+    assert found == []
+    assert done.returncode == 0
 
 
 def test_no_expression_is_interpolated_into_a_script() -> None:
@@ -92,11 +107,30 @@ def test_no_expression_is_interpolated_into_a_script() -> None:
 
 def test_every_action_reference_is_pinned_by_commit() -> None:
     steps = [step for step in _action()["runs"]["steps"] if "uses" in step]
-    assert [step["uses"].split("@")[0] for step in steps] == ["github/codeql-action/upload-sarif"]
+    assert [step["uses"].split("@")[0] for step in steps] == [
+        "actions/cache/restore",
+        "actions/cache/save",
+        "github/codeql-action/upload-sarif",
+    ]
     for step in steps:
         assert PINNED.match(step["uses"]), step["uses"]
     text = ACTION.read_text()
-    assert re.search(r"upload-sarif@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text)
+    for name in ("actions/cache/restore", "actions/cache/save", "upload-sarif"):
+        assert re.search(rf"{name}@[0-9a-f]{{40}} # v\d+\.\d+\.\d+\n", text), name
+
+
+def _poolgate_pins(workflow: dict[str, Any]) -> list[str]:
+    """Every commit of poolgate the example names: the action it uses, and the source
+    the audit job checks out to install."""
+    pins = []
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            uses = step.get("uses", "")
+            if uses.startswith("poolgate/poolgate@"):
+                pins.append(uses.split("@", 1)[1])
+            if step.get("with", {}).get("repository") == "poolgate/poolgate":
+                pins.append(str(step["with"]["ref"]))
+    return pins
 
 
 def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
@@ -105,10 +139,10 @@ def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
     pinned the commit that added action.yml, whose scan step imported Python files
     from the pull request's checkout. Changing action.yml fails this test until the
     pin moves to a commit that has the change."""
-    workflow = WORKFLOW.read_text()
-    pins = re.findall(r"poolgate/poolgate@([0-9a-f]{40})", workflow)
+    pins = _poolgate_pins(yaml.safe_load(WORKFLOW.read_text()))
     assert len(pins) == 2 and len(set(pins)) == 1, pins  # the scan and the install
     sha = pins[0]
+    assert re.fullmatch(r"[0-9a-f]{40}", sha), sha
     program = shutil.which("git")
     if program is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: the pinned commit cannot be read")
@@ -124,10 +158,139 @@ def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
     assert pinned.stdout == ACTION.read_text()
 
 
+def _step(name: str) -> dict[str, Any]:
+    [step] = [step for step in _action()["runs"]["steps"] if step.get("id") == name]
+    return step
+
+
+def _pip_installs(script: str) -> list[list[str]]:
+    """The arguments of each ``pip install`` in a bash script, continuation lines joined."""
+    commands = []
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line.strip(), comments=True)
+        if "pip" in line and "install" in words:
+            commands.append(words[words.index("install") + 1 :])
+    return commands
+
+
+def _assert_hash_pinned_install(script: str, source: str) -> None:
+    """Two installs: everything but poolgate from the hash-pinned file, wheels only;
+    then poolgate's own source with nothing resolved, built or fetched."""
+    assert _pip_installs(script) == [
+        [
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "--requirement",
+            f"{source}/requirements/action.txt",
+        ],
+        ["--no-deps", "--no-build-isolation", "--no-index", source],
+    ]
+
+
+def test_the_install_is_hash_pinned() -> None:
+    """Found in review: the action ran ``pip install $GITHUB_ACTION_PATH``, taking
+    whatever versions of the dependencies and of hatchling (the isolated build) the
+    index served that day, unhashed."""
+    _assert_hash_pinned_install(_step("install")["run"], "$GITHUB_ACTION_PATH")
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    [install] = [
+        step for step in workflow["jobs"]["audit"]["steps"] if "pip" in step.get("run", "")
+    ]
+    _assert_hash_pinned_install(install["run"], "$src")
+    assert 'src="$GITHUB_WORKSPACE/poolgate-src"' in install["run"]
+
+
+def _requirements_file() -> dict[str, tuple[Requirement, list[str]]]:
+    """requirements/action.txt by canonical name: the requirement and its hashes."""
+    lines = [
+        line for line in REQUIREMENTS.read_text().splitlines() if not line.lstrip().startswith("#")
+    ]
+    pinned: dict[str, tuple[Requirement, list[str]]] = {}
+    for entry in "\n".join(lines).replace("\\\n", " ").splitlines():
+        if entry.strip():
+            spec, *hashes = re.split(r"\s+--hash=", entry.strip())
+            requirement = Requirement(spec)
+            name = canonicalize_name(requirement.name)
+            assert name not in pinned, f"{name} is pinned twice"
+            pinned[name] = (requirement, hashes)
+    return pinned
+
+
+def _same_marker(left: Marker | None, right: Marker | None) -> bool:
+    """Whether two markers select the same platforms: evaluated on every machine,
+    operating system and Python the action may meet (their text differs in order)."""
+    for machine in ("x86_64", "aarch64", "arm64", "AMD64", "ARM64", "i686", "ppc64le", "s390x"):
+        for system, platform in (("Linux", "linux"), ("Darwin", "darwin"), ("Windows", "win32")):
+            for python in ("3.11", "3.12", "3.13", "3.14"):
+                environment = {
+                    "platform_machine": machine,
+                    "platform_system": system,
+                    "sys_platform": platform,
+                    "os_name": "nt" if system == "Windows" else "posix",
+                    "python_version": python,
+                    "python_full_version": f"{python}.0",
+                    "implementation_name": "cpython",
+                    "platform_python_implementation": "CPython",
+                }
+                selected = [m is None or m.evaluate(environment) for m in (left, right)]
+                if selected[0] != selected[1]:
+                    return False
+    return True
+
+
+def test_the_requirements_file_pins_every_dependency_with_hashes() -> None:
+    """requirements/action.txt stays in step with pyproject.toml: every runtime
+    dependency and the build backend pinned to a version the project accepts, on the
+    same platforms (cel-expr-python only where it has wheels), each with the hashes
+    of every file of that version; regenerate it with ``sh requirements/compile.sh``."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pinned = _requirements_file()
+    for name, (requirement, hashes) in pinned.items():
+        [specifier] = requirement.specifier
+        assert specifier.operator == "==", (name, str(specifier))
+        assert hashes and len(set(hashes)) == len(hashes), name
+        for digest in hashes:
+            assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest), (name, digest)
+    wanted = project["project"]["dependencies"] + project["build-system"]["requires"]
+    for line in wanted:
+        dependency = Requirement(line)
+        name = canonicalize_name(dependency.name)
+        assert name in pinned, f"{name} is not in {REQUIREMENTS.name}: sh requirements/compile.sh"
+        requirement, hashes = pinned[name]
+        version = next(iter(requirement.specifier)).version
+        assert dependency.specifier.contains(version, prereleases=True), (line, version)
+        assert _same_marker(dependency.marker, requirement.marker), (line, str(requirement))
+    # Compiled packages have a wheel per platform (Linux x86-64 and arm64, macOS,
+    # Windows) and Python: hashes of one machine's wheels alone would fail elsewhere.
+    for name in ("cel-expr-python", "pyyaml", "msgspec", "rpds-py"):
+        assert len(pinned[name][1]) >= 16, (name, len(pinned[name][1]))
+    assert pinned["cel-expr-python"][0].marker is not None
+    # The build backend comes from action.in, which must say what pyproject.toml says.
+    backend = (ROOT / "requirements" / "action.in").read_text().splitlines()
+    assert [line for line in backend if line and not line.startswith("#")] == (
+        project["build-system"]["requires"]
+    )
+    header = REQUIREMENTS.read_text().splitlines()[:2]
+    assert header[1] == "#    sh requirements/compile.sh", header
+    compile_script = (ROOT / "requirements" / "compile.sh").read_text()
+    for option in ("--universal", "--generate-hashes", "--index-url https://pypi.org/simple"):
+        assert option in compile_script, option
+
+
 class Runner:
     """Just enough of the Actions runner to run the action's bash steps."""
 
-    def __init__(self, workspace: Path, scratch: Path, inputs: dict[str, str]) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        scratch: Path,
+        inputs: dict[str, str],
+        env: dict[str, str] | None = None,
+        action_results: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        """``env`` adds to (or overrides) the runner's environment; ``action_results``
+        are the outputs of each ``uses:`` action, by name (a cache hit, say)."""
         action = _action()
         self.inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
         self.inputs.update(inputs)
@@ -138,9 +301,15 @@ class Runner:
         self.outputs: dict[str, dict[str, str]] = {}
         self.logs: dict[str, subprocess.CompletedProcess[str]] = {}
         self.skipped: list[str] = []
-        self.uploads: list[dict[str, str]] = []
+        self.used: list[tuple[str, dict[str, str]]] = []
+        self.env = env or {}
+        self.action_results = action_results or {}
         self.steps = action["runs"]["steps"]
         self.action_outputs = action["outputs"]
+
+    @property
+    def uploads(self) -> list[dict[str, str]]:
+        return [with_ for name, with_ in self.used if name == "github/codeql-action/upload-sarif"]
 
     def evaluate(self, expression: str) -> str:
         parts = expression.split(".")
@@ -167,13 +336,15 @@ class Runner:
         """Run every step in order; the exit status of the last step that ran."""
         status = 0
         for index, step in enumerate(self.steps):
-            name = step.get("id", f"step{index}")
+            action = step.get("uses", "").split("@")[0]
+            name = step.get("id") or action or f"step{index}"
             if "if" in step and not self.condition(step["if"]):
                 self.skipped.append(name)
                 continue
-            if "uses" in step:
+            if action:
                 with_ = {key: self.substitute(str(value)) for key, value in step["with"].items()}
-                self.uploads.append(with_)
+                self.used.append((action, with_))
+                self.outputs[name] = dict(self.action_results.get(action, {}))
                 continue
             output = self.scratch / f"output-{index}"
             output.write_text("")
@@ -184,8 +355,11 @@ class Runner:
                 GITHUB_WORKSPACE=str(self.workspace),
                 GITHUB_ACTION_PATH=str(ROOT),
                 RUNNER_TEMP=str(self.scratch),
+                RUNNER_OS="Linux",
+                RUNNER_ARCH="X64",
                 POOLGATE_ACTION_PYTHON=sys.executable,
             )
+            env.update(self.env)
             env.update(
                 {key: self.substitute(str(value)) for key, value in step.get("env", {}).items()}
             )
@@ -289,7 +463,8 @@ def test_inputs_are_data_never_shell(tmp_path: Path) -> None:
     assert not marker.exists()
     assert runner.outputs["scan"]["exit-code"] == "2"
     assert runner.outputs["scan"]["sarif-file"] == ""
-    assert runner.skipped == ["step2"]  # no SARIF, no upload
+    # Nothing installed, so no download cache; no SARIF, no upload.
+    assert runner.skipped == ["restore", "actions/cache/save", "github/codeql-action/upload-sarif"]
     assert "no such file or directory" in runner.logs["scan"].stderr
 
 
@@ -335,3 +510,104 @@ def test_paths_named_like_options_are_paths(tmp_path: Path) -> None:
     runner = Runner(workspace, scratch, {"paths": "k8s/ --fail-on=never", "upload": "false"})
     assert runner.run() == 1
     assert runner.outputs["scan"]["exit-code"] == "1"
+
+
+def test_the_install_step_installs_as_pinned_and_caches_downloads(tmp_path: Path) -> None:
+    """The install as a runner runs it, with a fake ``python3`` that records every
+    command and hands everything but ``venv`` and ``pip`` to this interpreter (no
+    network here): a virtual environment, the hash-pinned install through pip's
+    download cache, poolgate without dependencies, ``pip check``; the cache restored
+    and saved under a key of the requirements file's digest, and not saved again
+    when it was restored."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    log = tmp_path / "python.log"
+    fake_tool(
+        tmp_path / "bin",
+        "python3",
+        f"""
+import shutil
+with open({str(log)!r}, "a") as out:
+    out.write(json.dumps([sys.argv[1:], os.environ.get("PIP_CACHE_DIR")]) + "\\n")
+if sys.argv[1:4] == ["-I", "-m", "venv"]:
+    os.makedirs(os.path.join(sys.argv[4], "bin"))
+    shutil.copy(sys.argv[0], os.path.join(sys.argv[4], "bin", "python"))
+elif sys.argv[1:4] != ["-I", "-m", "pip"]:
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+""",
+    )
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    for hit in ("", "true"):
+        scratch = tmp_path / f"runner{hit}"
+        scratch.mkdir()
+        log.write_text("")
+        runner = Runner(
+            workspace,
+            scratch,
+            {"paths": "k8s/", "upload": "false"},
+            env={"POOLGATE_ACTION_PYTHON": "", "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"},
+            action_results={"actions/cache/restore": {"cache-hit": hit}},
+        )
+        assert runner.run() == 1, {name: done.stderr for name, done in runner.logs.items()}
+        venv_python = str(scratch / "poolgate-venv" / "bin" / "python")
+        assert runner.outputs["install"]["python"] == venv_python
+        assert runner.outputs["scan"]["findings"] == "1"
+        cache = {
+            "path": str(scratch / "poolgate-pip-cache"),
+            "key": f"poolgate-pip-Linux-X64-{digest}",
+        }
+        expected_used = [("actions/cache/restore", cache)]
+        if not hit:
+            expected_used.append(("actions/cache/save", cache))
+        assert runner.used == expected_used
+
+        calls = [json.loads(line) for line in log.read_text().splitlines()]
+        pip = ["-I", "-m", "pip", "--quiet", "--disable-pip-version-check"]
+        requirements = f"{ROOT}/requirements/action.txt"
+        assert [argv for argv, _ in calls[:5]] == [
+            ["-I", "-c", calls[0][0][2], requirements],  # the cache key's digest
+            ["-I", "-m", "venv", str(scratch / "poolgate-venv")],
+            [
+                *pip,
+                "install",
+                "--require-hashes",
+                "--only-binary",
+                ":all:",
+                "--requirement",
+                requirements,
+            ],
+            [*pip, "install", "--no-deps", "--no-build-isolation", "--no-index", str(ROOT)],
+            [*pip, "check"],
+        ]
+        assert [cache_dir for _, cache_dir in calls[2:5]] == [cache["path"]] * 3
+        # Then the installed poolgate: its version, the scan, the summary.
+        assert [argv[:4] for argv, _ in calls[5:]] == [
+            ["-I", "-m", "scanner", "--version"],
+            ["-I", "-m", "scanner", "scan"],
+            ["-I", "-", "poolgate.sarif", "1"],
+        ]
+
+
+def test_the_rule_cache_is_a_fresh_directory_of_the_run(tmp_path: Path) -> None:
+    """The compiled-rule cache decides which rules run; whoever can write it can drop
+    findings. The scan keeps it in a new directory under RUNNER_TEMP (mode 0700), not
+    in one set for the job or left by an earlier run on a self-hosted runner."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    job_cache = tmp_path / "job-cache"  # POOLGATE_CACHE_DIR set for the whole job
+    job_cache.mkdir()
+    home_cache = tmp_path / "xdg"
+    env = {"POOLGATE_CACHE_DIR": str(job_cache), "XDG_CACHE_HOME": str(home_cache)}
+    used = []
+    for _ in range(2):
+        runner = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"}, env=env)
+        assert runner.run() == 1
+        assert runner.outputs["scan"]["findings"] == "1"
+        cache = Path(runner.outputs["install"]["rule-cache"])
+        assert cache.parent == scratch and cache.name.startswith("poolgate-rules.")
+        assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+        assert list(cache.iterdir()), "the scan kept nothing in its cache directory"
+        used.append(cache)
+    assert used[0] != used[1]
+    assert list(job_cache.iterdir()) == []
+    assert not home_cache.exists()
