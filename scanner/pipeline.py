@@ -33,7 +33,13 @@ from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
-from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, find_repo_root, load_paths
+from scanner.sources.files import (
+    DEFAULT_MAX_FILE_SIZE,
+    NOTHING_EXCLUDED,
+    Excluded,
+    find_repo_root,
+    load_paths,
+)
 from scanner.sources.rendered import RenderOptions, render_directories
 from scanner.sources.yamldoc import collector_paused
 
@@ -108,20 +114,28 @@ def scan_paths(
     root = repo_root or find_repo_root(Path.cwd())
     check_context_paths(context)
     render_roots: list[Path] = []
+    excluded = not_manifests(ruleset.config)
     inventory = load_paths(
         paths,
         root,
         stdin=stdin or sys.stdin,
         render_roots=render_roots,
         max_file_size=max_file_size,
+        excluded=excluded,
     )
     if render_roots:
         inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
     notes: list[Notification] = []
     if context:
-        objects, notes = load_context(context, root, inventory)
+        objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
     return evaluate_inventory(inventory, ruleset, root, notes, now=now)
+
+
+def not_manifests(config: Config) -> Excluded:
+    """What a scan never reads as an object: configuration files, by their usual name
+    wherever they are, and the one in use (``--config``) whatever its name."""
+    return Excluded.of([configfile.CONFIG_FILE_NAME], [config.source] if config.source else [])
 
 
 def check_context_paths(paths: Sequence[str]) -> None:
@@ -134,7 +148,10 @@ def check_context_paths(paths: Sequence[str]) -> None:
 
 
 def load_context(
-    paths: Sequence[str], repo_root: Path, scanned: Inventory
+    paths: Sequence[str],
+    repo_root: Path,
+    scanned: Inventory,
+    excluded: Excluded = NOTHING_EXCLUDED,
 ) -> tuple[list[KubeObject], list[Notification]]:
     """Objects from ``--context`` paths (marked ``context_only``) and notes about them.
 
@@ -142,7 +159,7 @@ def load_context(
     context document that does not parse makes the run incomplete; other invalid
     context documents are warnings. Neither is a finding: nothing in context is.
     """
-    context = load_paths(paths, repo_root)
+    context = load_paths(paths, repo_root, excluded=excluded)
     taken = {obj.origin.uri for obj in scanned.objects}
     taken.update(document.origin.uri for document in scanned.invalid)
     objects = [

@@ -200,6 +200,20 @@ def parse_plain(
     return documents, problems
 
 
+def may_hold_objects(text: str) -> bool | None:
+    """Whether a YAML stream holds a document that ``parse_stream`` would look at as a
+    Kubernetes object (or warn about as a list of them), composed one document at a
+    time and nothing built: True at the first such document, False when the whole
+    stream parses without one, None when it stops parsing before one."""
+    failures: list[_Failure] = []
+    for _, root in _compose(_without_byte_order_marks(text), failures):
+        if root.__class__ is MappingNode and _may_be_object(root.value):
+            return True
+        if list_of_objects(root) is not None:
+            return True
+    return None if failures else False
+
+
 _BREAKS: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _UNICODE_BREAKS: Final = ("\x85", "\u2028", "\u2029")
 
