@@ -632,6 +632,7 @@ def config_init(path: str, force: bool) -> int:
     from scanner import configfile, output
 
     target = configfile.init_target(path, force)
+    output.refuse_link_out_of_checkout(target, "config init")
     text = configfile.default_text()
 
     def render(stream: TextIO) -> None:
