@@ -35,6 +35,7 @@ from typing import TextIO
 
 from scanner import forking
 from scanner.engine import HelperContext
+from scanner.errors import printable
 from scanner.findings import Level, Notification
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
@@ -78,7 +79,10 @@ def plan(rules: Iterable[Rule]) -> list[Resource]:
 
 
 class ProgressPrinter:
-    """Per-kind progress on stderr: a live counter on a terminal, one line per kind otherwise."""
+    """Per-kind progress on stderr: a live counter on a terminal, one line per kind otherwise.
+
+    The only control sequences are its own (erase the line); the kind names and
+    outcomes, which quote the API server, are escaped (``errors.printable``)."""
 
     def __init__(self, stream: TextIO, live: bool) -> None:
         self._stream = stream
@@ -86,12 +90,12 @@ class ProgressPrinter:
 
     def page(self, label: str, count: int) -> None:
         if self._live:
-            self._stream.write(f"\r\x1b[K  listing {label} ... {count:,}")
+            self._stream.write(f"\r\x1b[K  listing {printable(label)} ... {count:,}")
             self._stream.flush()
 
     def done(self, label: str, outcome: str) -> None:
         prefix = "\r\x1b[K" if self._live else ""
-        self._stream.write(f"{prefix}  {label}: {outcome}\n")
+        self._stream.write(f"{prefix}  {printable(label)}: {printable(outcome)}\n")
         self._stream.flush()
 
 

@@ -25,7 +25,9 @@ The file is JSON with entries sorted for small diffs; ``ruleId``, ``uri`` and
       ]
     }
 
-An entry has ``"count": N`` when its file holds the finding N times (N > 1).
+An entry has ``"count": N`` when its file holds the finding N times (N > 1). Counts
+stay counts: reading a file costs time and memory in proportion to its size, never to
+the counts it claims, and a file over ``MAX_SIZE`` is refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -35,12 +37,16 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.findings import Finding, Outcome
 
 BASELINE_VERSION = 1
+MAX_SIZE: Final = 32 * 1024 * 1024
+"""The largest baseline file read: about 100,000 findings with long messages. Parsed,
+a file takes some ten times its size in memory."""
+MAX_COUNT: Final = 1_000_000
 _FINGERPRINT = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -53,17 +59,17 @@ def eligible(finding: Finding, incomplete_rules: Collection[str]) -> bool:
     )
 
 
-Recorded = list[tuple[str, str]]
-"""(fingerprint, file URI) of each finding a baseline holds, once per finding."""
+Recorded = Counter[tuple[str, str]]
+"""(fingerprint, file URI) -> how many findings with them a baseline holds."""
 
 
 def recorded(findings: Iterable[Finding], incomplete_rules: Collection[str]) -> Recorded:
     """What a baseline written now would hold."""
-    return [
+    return Counter(
         (finding.fingerprint, finding.location.uri)
         for finding in findings
         if eligible(finding, incomplete_rules)
-    ]
+    )
 
 
 def split(
@@ -74,8 +80,9 @@ def split(
     Each recorded finding hides one finding with its fingerprint: one in its own file
     if there is one, else one elsewhere (the object moved)."""
     left: dict[str, Counter[str]] = {}  # fingerprint -> file -> recorded, not yet used
-    for fingerprint, uri in known:
-        left.setdefault(fingerprint, Counter())[uri] += 1
+    for (fingerprint, uri), count in known.items():
+        if count > 0:
+            left.setdefault(fingerprint, Counter())[uri] += count
     candidates = [
         (index, finding)
         for index, finding in enumerate(findings)
@@ -140,27 +147,42 @@ def load(path: Path) -> Recorded:
     the scan starts.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            # Read one byte past the limit rather than trust a size: a pipe has none.
+            data = handle.read(MAX_SIZE + 1)
     except FileNotFoundError:
         raise UsageError(
             f"--baseline {path}: no such file",
             hint="create one with --write-baseline FILE",
         ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise UsageError(f"--baseline {path}: cannot read: {reason}") from None
+    except OSError as error:
+        raise UsageError(f"--baseline {path}: cannot read: {error.strerror or error}") from None
+    if len(data) > MAX_SIZE:
+        raise UsageError(
+            f"--baseline {path}: larger than {MAX_SIZE // (1024 * 1024)} MiB",
+            hint="a baseline holds one entry per finding; is it the right file?",
+        )
+    return parse(data, str(path))
+
+
+def parse(data: bytes, name: str) -> Recorded:
+    """The findings recorded in the bytes of a baseline file ``name`` (for messages)."""
     try:
-        data = json.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--baseline {name}: cannot read: {error}") from None
+    try:
+        content = json.loads(text)
     except json.JSONDecodeError as error:
         raise UsageError(
-            f"--baseline {path}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
+            f"--baseline {name}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
         ) from None
     except (ValueError, RecursionError) as error:  # a number too long, nesting too deep
-        raise UsageError(f"--baseline {path}: not a baseline file: {error}") from None
-    return _fingerprints_of(data, path)
+        raise UsageError(f"--baseline {name}: not a baseline file: {error}") from None
+    return _fingerprints_of(content, name)
 
 
-def _fingerprints_of(data: object, path: Path) -> Recorded:
+def _fingerprints_of(data: object, path: str) -> Recorded:
     if not isinstance(data, dict):
         raise UsageError(f"--baseline {path}: not a poolgate baseline (expected a JSON object)")
     version = data.get("version")
@@ -172,7 +194,7 @@ def _fingerprints_of(data: object, path: Path) -> Recorded:
     entries = data.get("fingerprints")
     if not isinstance(entries, list):
         raise UsageError(f"--baseline {path}: 'fingerprints' must be a list")
-    found: Recorded = []
+    found: Recorded = Counter()
     for index, entry in enumerate(entries):
         value = entry.get("fingerprint") if isinstance(entry, dict) else None
         if not isinstance(value, str) or not _FINGERPRINT.match(value):
@@ -182,7 +204,9 @@ def _fingerprints_of(data: object, path: Path) -> Recorded:
             )
         uri = entry.get("uri")
         count = entry.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 1_000_000:
-            raise UsageError(f"--baseline {path}: fingerprints[{index}].count must be 1 or more")
-        found.extend([(value, uri if isinstance(uri, str) else "")] * count)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
+            raise UsageError(
+                f"--baseline {path}: fingerprints[{index}].count must be 1 to {MAX_COUNT:,}"
+            )
+        found[value, uri if isinstance(uri, str) else ""] += count
     return found

@@ -1,6 +1,9 @@
 """Rule documentation rendered from the rule files: ``rules list``, ``rules show``, docs/rules.md.
 
 The rule file is the only place a rule is described; everything here is derived.
+A rule file may come from a pull request (``--rules``, ``spec.ruleDirs``), so its
+text is escaped (``errors.printable``): one-line fields entirely, descriptions and
+expressions all but their line breaks. JSON escapes control characters itself.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from scanner.errors import printable, printable_lines
 from scanner.rules import MODES, Rule
 
 
@@ -27,12 +31,14 @@ def render_list(rules: Sequence[Rule], fmt: str) -> str:
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "markdown":
         return render_markdown(rules)
-    width = max((len(rule.doc.name) for rule in rules), default=4)
+    names = [printable(rule.doc.name) for rule in rules]
+    width = max((len(name) for name in names), default=4)
     lines = [f"{'ID':<6} {'LEVEL':<7} {'NAME':<{width}} SUMMARY"]
-    for rule in rules:
+    for rule, name in zip(rules, names, strict=True):
         off = "" if rule.enabled else " (off by default)"
         lines.append(
-            f"{rule.id:<6} {rule.doc.level!s:<7} {rule.doc.name:<{width}} {rule.doc.summary}{off}"
+            f"{printable(rule.id):<6} {rule.doc.level!s:<7} {name:<{width}} "
+            f"{printable(rule.doc.summary)}{off}"
         )
     return "\n".join(lines) + "\n"
 
@@ -40,22 +46,29 @@ def render_list(rules: Sequence[Rule], fmt: str) -> str:
 def render_rule(rule: Rule) -> str:
     doc = rule.doc
     lines = [
-        f"{doc.id} {doc.name}",
+        printable(f"{doc.id} {doc.name}"),
         "",
         f"level:     {doc.level}{'' if rule.enabled else ' (off by default)'}",
         f"subject:   {doc.subject}",
     ]
     if rule.kinds:
-        lines.append(f"kinds:     {', '.join(sorted(rule.kinds))}")
+        lines.append(printable(f"kinds:     {', '.join(sorted(rule.kinds))}"))
     if rule.modes != frozenset(MODES):
         lines.append(f"runs in:   {', '.join(m for m in MODES if m in rule.modes)} only")
     if rule.needs:
-        lines.append(f"needs:     {', '.join(sorted(rule.needs))}")
+        lines.append(printable(f"needs:     {', '.join(sorted(rule.needs))}"))
     if doc.security_severity is not None:
         lines.append(f"severity:  {doc.security_severity:.1f}")
     if doc.tags:
-        lines.append(f"tags:      {', '.join(doc.tags)}")
-    lines += ["", doc.summary, "", doc.description, "", f"Remediation: {doc.remediation}"]
+        lines.append(printable(f"tags:      {', '.join(doc.tags)}"))
+    lines += [
+        "",
+        printable(doc.summary),
+        "",
+        printable_lines(doc.description),
+        "",
+        printable_lines(f"Remediation: {doc.remediation}"),
+    ]
     if rule.params:
         lines += ["", "Parameters: " + json.dumps(dict(rule.params), sort_keys=True)]
     expressions = _expressions(rule)
@@ -63,8 +76,8 @@ def render_rule(rule: Rule) -> str:
         lines += ["", "CEL:"]
         for label, source in expressions:
             lines.append(f"  {label}:")
-            lines.extend(f"    {line}" for line in source.strip().splitlines())
-    lines += ["", f"Defined in {doc.source}"]
+            lines.extend(f"    {printable(line)}" for line in source.strip().split("\n"))
+    lines += ["", printable(f"Defined in {doc.source}")]
     return "\n".join(lines) + "\n"
 
 
@@ -93,13 +106,13 @@ def render_markdown(rules: Sequence[Rule]) -> str:
     for rule in rules:
         doc = rule.doc
         out.append(
-            f"| [{doc.id}](#{doc.anchor}) | {doc.name} | {doc.level} | {doc.subject} | "
-            f"{doc.summary} |"
+            f"| [{_cell(doc.id)}](#{_cell(doc.anchor)}) | {_cell(doc.name)} | {doc.level} | "
+            f"{_cell(doc.subject)} | {_cell(doc.summary)} |"
         )
     for rule in rules:
         doc = rule.doc
-        out += ["", f"## {doc.id} {doc.name}", ""]
-        facts = f"**Level:** {doc.level} · **Subject:** {doc.subject}"
+        out += ["", printable(f"## {doc.id} {doc.name}"), ""]
+        facts = f"**Level:** {doc.level} · **Subject:** {printable(doc.subject)}"
         if doc.security_severity is not None:
             facts += f" · **Security severity:** {doc.security_severity:.1f}"
         if not rule.enabled:
@@ -109,10 +122,15 @@ def render_markdown(rules: Sequence[Rule]) -> str:
         out += [
             facts,
             "",
-            doc.summary,
+            printable(doc.summary),
             "",
-            doc.description,
+            printable_lines(doc.description),
             "",
-            f"**Remediation:** {doc.remediation}",
+            printable_lines(f"**Remediation:** {doc.remediation}"),
         ]
     return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    """One table cell: one line, its pipes escaped so the row keeps its columns."""
+    return printable(text).replace("|", "\\|")

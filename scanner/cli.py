@@ -17,8 +17,9 @@ from typing import Any, Final, TextIO
 
 import click
 
-from scanner import __version__, lifetime
+from scanner import __version__, console, lifetime
 from scanner.cel import ENGINE_NAMES
+from scanner.console import echo
 from scanner.errors import PoolgateError, UsageError, printable
 from scanner.findings import INCOMPLETE_RULES
 from scanner.reporters import FORMATS
@@ -568,7 +569,7 @@ def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     """Every rule: id, level, name, summary."""
     from scanner import catalog
 
-    click.echo(catalog.render_list(_all_rules(rule_dirs, cel_engine), fmt), nl=False)
+    echo(catalog.render_list(_all_rules(rule_dirs, cel_engine), fmt), nl=False)
     return EXIT_OK
 
 
@@ -583,7 +584,7 @@ def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> in
     wanted = rule_id.strip().upper()
     for rule in _all_rules(rule_dirs, cel_engine):
         if rule.id == wanted:
-            click.echo(catalog.render_rule(rule), nl=False)
+            echo(catalog.render_rule(rule), nl=False)
             return EXIT_OK
     raise UsageError(f"no rule {rule_id}", hint="see `poolgate rules list`")
 
@@ -614,7 +615,7 @@ def rules_test(
             hint="give the fixtures directory: poolgate rules test DIR",
         )
     results = ruletest.run(root, ruleset)
-    click.echo(ruletest.render(results, verbose), nl=False)
+    echo(ruletest.render(results, verbose), nl=False)
     return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS
 
 
@@ -631,13 +632,14 @@ def config_init(path: str, force: bool) -> int:
     from scanner import configfile, output
 
     target = configfile.init_target(path, force)
+    output.refuse_link_out_of_checkout(target, "config init")
     text = configfile.default_text()
 
     def render(stream: TextIO) -> None:
         stream.write(text)
 
     output.write(output.Destination("yaml", str(target)), render)
-    click.echo(f"wrote {target}")
+    echo(f"wrote {printable(str(target))}")
     return EXIT_OK
 
 
@@ -674,7 +676,7 @@ def config_validate(file: Path | None, rule_dirs: tuple[Path, ...], cel_engine: 
         problem = suppress.exemption_problem(exemption, today)
         if problem:
             _warn(f"{shown}:{exemption.line}: {problem}")
-    click.echo(f"ok: {shown}")
+    echo(f"ok: {printable(shown)}")
     return EXIT_OK
 
 
@@ -685,9 +687,7 @@ def _warn_all(warnings: Sequence[str]) -> None:
 
 def _warn(message: str) -> None:
     """One line: a warning quotes keys and values from files (``errors.printable``)."""
-    from scanner.errors import printable
-
-    click.echo(f"poolgate: warning: {printable(message)}", err=True)
+    console.warn(message)
 
 
 def _assignments(values: Sequence[str]) -> list[str]:
@@ -701,7 +701,7 @@ def _assignments(values: Sequence[str]) -> list[str]:
 
 
 def _note(message: str) -> None:
-    click.echo(f"poolgate: {message}", err=True)
+    console.note(message)
 
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
@@ -772,15 +772,15 @@ def run(argv: Sequence[str] | None = None) -> int:
         _refuse_files_named_as_options(args)
         result = cli.main(args=args, standalone_mode=False)
     except PoolgateError as error:
-        _error(str(error))
+        console.error(error.display())
         return error.exit_code
     except click.exceptions.Exit as done:
         return int(done.exit_code)
     except click.ClickException as error:
-        _error(error.format_message())
+        console.error(printable(error.format_message()))  # it quotes the arguments given
         return EXIT_USAGE
     except (KeyboardInterrupt, click.exceptions.Abort):
-        _error("interrupted")
+        console.error("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``poolgate scan . | head``); nothing more to say.
@@ -792,10 +792,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     return int(result) if isinstance(result, int) else EXIT_OK
 
 
-def _error(message: str) -> None:
-    click.echo(f"poolgate: error: {message}", err=True)
-
-
 def _crash_report() -> None:
     """An unexpected error: a short report to file as a bug, with the last frames only."""
     import platform  # only here: ~10 ms of every start-up otherwise
@@ -803,8 +799,8 @@ def _crash_report() -> None:
 
     kind, value, _ = sys.exc_info()
     frames = traceback.format_exc().strip().splitlines()[-6:]
-    click.echo(
-        f"poolgate: internal error: {kind.__name__ if kind else 'error'}: {value}\n"
+    echo(
+        f"poolgate: internal error: {kind.__name__ if kind else 'error'}: {printable(str(value))}\n"
         f"  poolgate {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
         "  please report this with the lines below at https://github.com/poolgate/poolgate/issues\n"
         + "\n".join(f"  {line}" for line in frames),

@@ -232,12 +232,9 @@ def _same_type(default: object, value: object) -> bool:
 
 def _raise(problems: list[str], hint: str = "") -> None:
     """One error line per problem (keys and values from the file escaped: ``printable``)."""
-    shown = [printable(problem) for problem in problems]
-    if len(shown) == 1:
-        raise ConfigError(shown[0], hint=hint)
-    raise ConfigError(
-        f"{len(shown)} config problems:\n" + "\n".join(f"  {p}" for p in shown), hint=hint
-    )
+    if len(problems) == 1:
+        raise ConfigError(printable(problems[0]), hint=hint)
+    raise ConfigError(f"{len(problems)} config problems:", hint=hint, lines=problems)
 
 
 @cache

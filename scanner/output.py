@@ -97,9 +97,63 @@ def check_writable(path: Path, option: str = "--output") -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"{option} {path}: directory {parent} does not exist")
+    refuse_link_out_of_checkout(path, option)
     regular = path.exists() and not path.is_symlink()
     if not os.access(parent, os.W_OK) or (regular and not os.access(path, os.W_OK)):
         raise OutputError(f"{option} {path}: permission denied")
+
+
+def refuse_link_out_of_checkout(path: Path, option: str) -> None:
+    """Fail when ``path``'s directory is reached through a symbolic link inside a git
+    checkout that leads out of it (``_link_out_of_checkout``)."""
+    escape = _link_out_of_checkout(path.parent if str(path.parent) else Path("."))
+    if escape is not None:
+        link, checkout = escape
+        raise UsageError(
+            f"{option} {path}: {link} is a symbolic link out of the checkout {checkout}",
+            hint="write to a directory of the checkout itself, or outside it ($RUNNER_TEMP)",
+        )
+
+
+def _link_out_of_checkout(directory: Path) -> tuple[Path, Path] | None:
+    """(the link, the checkout) when ``directory``, as the system resolves it, is
+    reached through a symbolic link inside a git checkout that leads out of it.
+
+    A pull request can commit a link (``reports -> ~/.ssh``), and a workflow that
+    writes ``reports/poolgate.sarif`` would then write outside the checkout. Links
+    outside any checkout (``/tmp`` on macOS, a working directory reached through a
+    link) are the user's own, and ones that stay inside the checkout are harmless.
+    The path is followed one name at a time, as the system follows it, so ``..``
+    after a link leaves the link's target; checkouts are looked for only where a
+    link is met."""
+    absolute = directory.is_absolute()
+    current = Path(os.path.realpath(directory.anchor if absolute else "."))
+    crossed: list[tuple[Path, Path]] = []
+    names = directory.parts[1:] if absolute else directory.parts
+    for index, name in enumerate(names, 1 if absolute else 0):
+        if name == "..":
+            current = current.parent
+            continue
+        step = current / name
+        if os.path.islink(step):
+            checkout = _checkout_of(current)
+            if checkout is not None:
+                crossed.append((Path(*directory.parts[: index + 1]), checkout))
+            step = Path(os.path.realpath(step))
+        current = step
+    for link, checkout in crossed:
+        if not current.is_relative_to(checkout):
+            return link, checkout
+    return None
+
+
+def _checkout_of(directory: Path) -> Path | None:
+    """The git checkout ``directory`` (a resolved path) is in: the nearest directory
+    at or above it holding ``.git`` (a directory, or a file in a worktree)."""
+    for candidate in (directory, *directory.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
 
 
 def write(destination: Destination, render: Callable[[TextIO], None]) -> None:

@@ -11,10 +11,12 @@ rule, an empty or unreadable cache. A file that fails is never listed, so its er
 are reported on every run.
 
 The cache directory is ``$POOLGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/poolgate``, else
-``~/.cache/poolgate`` (``scanner.cachedir``). It is best effort: when it cannot be read
-or written, rules are validated every time and nothing else changes. It only ever
-skips work whose result is already known for exactly that content; delete it at any
-time.
+``~/.cache/poolgate`` (``scanner.cachedir``). The list is believed only from a private
+directory and with a valid HMAC (``cachedir.read``): a digest someone else added would
+let a broken rule file skip its checks. It is best effort: when it cannot be read,
+verified or written, rules are validated every time and nothing else changes. It only
+ever skips work whose result is already known for exactly that content; delete it at
+any time.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Final
 
-from scanner.cachedir import cache_dir, write_atomically
+from scanner import cachedir
 
 FILE_NAME: Final = "validated-rules"
 MAX_ENTRIES: Final = 4096
@@ -40,9 +42,12 @@ def digest(schema: str, text: str) -> str:
 
 def load() -> list[str]:
     """The digests of rule files known to pass, oldest first ([] when there is no cache)."""
+    data = cachedir.read(FILE_NAME)
+    if data is None:
+        return []
     try:
-        text = (cache_dir() / FILE_NAME).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
         return []
     return [line for line in text.split() if len(line) == 64]
 
@@ -53,4 +58,4 @@ def save(known: list[str], new: Iterable[str]) -> None:
     entries = known + [entry for entry in dict.fromkeys(new) if entry not in seen]
     if len(entries) == len(known):
         return
-    write_atomically(FILE_NAME, ("\n".join(entries[-MAX_ENTRIES:]) + "\n").encode("ascii"))
+    cachedir.write(FILE_NAME, ("\n".join(entries[-MAX_ENTRIES:]) + "\n").encode("ascii"))

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scanner.errors import printable
 from scanner.findings import Finding
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, scan_paths
@@ -148,7 +149,8 @@ def render(results: Sequence[FixtureResult], verbose: bool) -> str:
             continue
         status = "ok  " if result.ok else "FAIL"
         detail = "" if result.ok else f": {result.explain()}"
-        lines.append(f"{status} {result.rule_id} {result.path}{detail}")
+        # One line each: the fixture's name and problem come from files (``printable``).
+        lines.append(printable(f"{status} {result.rule_id} {result.path}{detail}"))
     rules = len({result.rule_id for result in results})
     if not results:
         lines.append("no rule fixtures found")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scanner import rulecache, rules
+from scanner import cachedir, rulecache, rules
 from scanner.cel import get_engine
 from scanner.errors import RuleLoadError
 
@@ -104,12 +104,13 @@ def test_the_list_is_bounded_and_keeps_the_newest(cache: Path) -> None:
 
 
 def test_garbage_in_the_cache_file_is_ignored(cache: Path) -> None:
-    cache.mkdir()
-    (cache / rulecache.FILE_NAME).write_text("not a digest\n" + "a" * 64 + "\n")
+    """Lines that are no digest are skipped, even in a file that verifies (a file that
+    does not is not read at all: tests/security/test_cache_trust.py)."""
+    cachedir.write(rulecache.FILE_NAME, ("not a digest\n" + "a" * 64 + "\n").encode())
     assert rulecache.load() == ["a" * 64]
 
 
 def test_cache_location_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("POOLGATE_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert rulecache.cache_dir() == tmp_path / "poolgate"
+    assert cachedir.cache_dir() == tmp_path / "poolgate"

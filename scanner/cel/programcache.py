@@ -14,7 +14,10 @@ after it compiled and passed every check. An entry that does not deserialize is 
 miss too. Old files of other identities stay until the cache directory is deleted.
 
 The file lives in poolgate's cache directory (``scanner.cachedir``) and holds records
-of a 16-byte key, a 4-byte big-endian length and the serialized program; it is
+of a 16-byte key, a 4-byte big-endian length and the serialized program, after the
+HMAC that ``cachedir`` checks: a restored program skips the type and nesting checks,
+so one that poolgate did not store itself (``[]`` under a rule's key silences the
+rule) must never be restored. A file that does not verify is read as empty. It is
 rewritten atomically when a run compiled something new, keeping the newest
 ``MAX_ENTRIES``. It holds only what poolgate itself compiled from rule files the
 user runs and the wrappers it builds around them (bound variables, guards), never
@@ -29,9 +32,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from scanner.cachedir import cache_dir, write_atomically
+from scanner import cachedir
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 MAX_ENTRIES: Final = 4096
 _HEADER = struct.Struct(">16sI")
 
@@ -86,20 +89,16 @@ class ProgramCache:
         if not self._added or self._entries is None:
             return
         records = list(self._entries.items())[-MAX_ENTRIES:]
-        write_atomically(self.name, b"".join(_HEADER.pack(k, len(v)) + v for k, v in records))
+        cachedir.write(self.name, b"".join(_HEADER.pack(k, len(v)) + v for k, v in records))
         self._added = False
 
     def _load(self) -> dict[bytes, bytes]:
         if self._entries is None:
-            self._entries = _read(cache_dir() / self.name)
+            self._entries = _parse(cachedir.read(self.name) or b"")
         return self._entries
 
 
-def _read(path: Path) -> dict[bytes, bytes]:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
+def _parse(data: bytes) -> dict[bytes, bytes]:
     entries: dict[bytes, bytes] = {}
     offset = 0
     while offset + _HEADER.size <= len(data):

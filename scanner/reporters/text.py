@@ -45,7 +45,7 @@ def write(report: Report, stream: TextIO) -> None:
     for index, (uri, findings) in enumerate(groups.items()):
         if index:
             stream.write("\n")
-        stream.write(paint("header", safe(uri)) + "\n")
+        stream.write(paint("header", printable(uri, line_start=True)) + "\n")
         for finding in findings:
             stream.write(_finding_line(finding, paint) + "\n")
     if groups and report.notifications:
@@ -71,7 +71,8 @@ def write(report: Report, stream: TextIO) -> None:
 def _finding_line(finding: Finding, paint: _Paint) -> str:
     where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
-    line = f"{safe(where)} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
+    where = printable(where, line_start=True)  # a file named ::error ... starts the line
+    line = f"{where} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
     if finding.suppression is not None:
         note = f"[suppressed {finding.suppression.kind}: {finding.suppression.justification}]"
         line += " " + paint("suppressed", safe(note))
