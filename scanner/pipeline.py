@@ -116,7 +116,10 @@ def scan_paths(
         max_file_size=max_file_size,
     )
     if render_roots:
-        inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
+        options = render or RenderOptions()
+        inventory.extend(
+            render_directories(render_roots, root, options, max_file_size=max_file_size)
+        )
     notes: list[Notification] = []
     if context:
         objects, notes = load_context(context, root, inventory)

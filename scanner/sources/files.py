@@ -193,10 +193,28 @@ def _read(path: Path, max_file_size: int) -> str:
         raise _Unreadable(_not_utf8(error, data), data.count(b"\n", 0, error.start) + 1) from error
 
 
-def _walk(
-    top: Path, repo_root: Path, inventory: Inventory, render_roots: list[Path] | None = None
+def rendered_directory_files(
+    directory: Path, repo_root: Path, inventory: Inventory, nested: list[Path]
 ) -> list[Path]:
-    """Manifest files under ``top`` in a stable order (sorted by path components)."""
+    """The manifest files a walk of the rendered ``directory`` finds, as if it were a
+    plain directory; rendered directories below it go to ``nested`` instead of being
+    walked. (A kustomization's files that its build does not name are scanned as plain
+    manifests: ``kustomize.plain_files``.)"""
+    return _walk(directory, repo_root, inventory, nested, plain_top=True)
+
+
+def _walk(
+    top: Path,
+    repo_root: Path,
+    inventory: Inventory,
+    render_roots: list[Path] | None = None,
+    *,
+    plain_top: bool = False,
+) -> list[Path]:
+    """Manifest files under ``top`` in a stable order (sorted by path components).
+
+    ``plain_top``: ``top`` itself is walked even when it is rendered.
+    """
     allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(find_repo_root(top, repo_root)))]
     found: list[Path] = []
     pending = [top]
@@ -209,7 +227,8 @@ def _walk(
             message = f"cannot list directory: {_os_message(error)}"
             inventory.read_errors.append(ReadError(_uri(directory, repo_root), message))
             continue
-        if render_roots is not None and render_kind([entry.name for entry in entries]):
+        rendered = render_roots is not None and not (plain_top and directory == top)
+        if rendered and render_roots is not None and render_kind([e.name for e in entries]):
             render_roots.append(directory)
             continue
         for entry in entries:

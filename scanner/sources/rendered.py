@@ -115,17 +115,40 @@ def enclosing_root(file: Path, repo_root: Path) -> Path | None:
     return None
 
 
-def render_directories(roots: Sequence[Path], repo_root: Path, options: RenderOptions) -> Inventory:
-    """Render every chart and kustomization in ``roots`` (each once) into one inventory."""
-    from scanner.sources import helm, kustomize
+def render_directories(
+    roots: Sequence[Path],
+    repo_root: Path,
+    options: RenderOptions,
+    *,
+    max_file_size: int | None = None,
+) -> Inventory:
+    """Render every chart and kustomization in ``roots`` (each once) into one inventory.
 
+    Rendering a kustomization may find more charts and kustomizations inside its
+    directory that its build does not reach; they are rendered here too.
+    ``max_file_size`` bounds the files a kustomization's directory has scanned as
+    plain manifests (``kustomize.plain_files``).
+    """
+    from scanner.sources import helm, kustomize
+    from scanner.sources.files import DEFAULT_MAX_FILE_SIZE
+
+    limit = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
+    session = kustomize.Session(limit)
     inventory = Inventory()
-    for root in dict.fromkeys(Path(os.path.abspath(path)) for path in roots):
+    pending = list(dict.fromkeys(Path(os.path.abspath(path)) for path in roots))
+    done: set[Path] = set()
+    while pending:
+        root = pending.pop(0)
+        if root in done:
+            continue
+        done.add(root)
         kind = directory_kind(root)
         if kind == HELM:
             inventory.extend(helm.render(root, repo_root, options))
         elif kind == KUSTOMIZE:
-            inventory.extend(kustomize.render(root, repo_root, options))
+            inventory.extend(kustomize.render(root, repo_root, options, session))
+            pending.extend(Path(os.path.abspath(path)) for path in session.nested)
+            session.nested.clear()
     return inventory
 
 
@@ -144,11 +167,15 @@ def repo_uri(path: Path, repo_root: Path) -> str:
     return path_uri(absolute.as_posix())
 
 
-def not_installed(uri: str, what: str, tools: str, install_url: str) -> ReadError:
-    """The notification for a directory that cannot be rendered here; the run is incomplete."""
+def not_installed(
+    uri: str, what: str, tools: str, install_url: str, scanned: str = "scanned nothing in it"
+) -> ReadError:
+    """The notification for a directory that cannot be rendered here; the run is incomplete.
+
+    ``scanned`` says what was scanned instead.
+    """
     return ReadError(
-        uri,
-        f"{what} not rendered: {tools} is not installed ({install_url}); scanned nothing in it",
+        uri, f"{what} not rendered: {tools} is not installed ({install_url}); {scanned}"
     )
 
 
@@ -206,17 +233,6 @@ def _last_line(stderr: bytes) -> str:
         return text
     head = _MESSAGE_LIMIT // 3
     return text[:head] + " … " + text[-(_MESSAGE_LIMIT - head - 3) :]
-
-
-def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment for a renderer: ours, minus what could load plugins, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("HELM_", "KUSTOMIZE_"))
-    }
-    env.update(extra)
-    return env
 
 
 def which(*names: str) -> str | None:
