@@ -103,7 +103,7 @@ def problems(chart: Path) -> list[Problem]:
             name = _chart_name(_read_limited(path) or "")
             if name:
                 vendored.add(name)
-    if budget.exceeded:
+    if budget.exceeded and all(problem.message != budget.exceeded for problem in found):
         found.append(Problem(chart, 0, budget.exceeded))
     found.extend(_missing_dependencies(chart, vendored))
     return found
