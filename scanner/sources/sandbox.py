@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from scanner.sources.rendered import RenderFailed
+
 KEPT: Final = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "SYSTEMROOT", "WINDIR")
 """Variables passed on from poolgate's environment: locale and time zone (messages and
 dates), and what a Windows process needs to start. Nothing else is."""
@@ -51,20 +53,37 @@ def prepare(
     ``tool`` is the absolute path found on the user's PATH; ``scratch`` an empty
     directory of this render, which receives ``bin/`` (the link), the home and
     temporary directories. ``extra_env`` adds the tool's own settings (plugin homes).
+    ``RenderFailed`` when the directories cannot be made.
     """
-    bin_dir = scratch / "bin"
-    bin_dir.mkdir()
-    link = bin_dir / Path(tool).name  # the same name: multi-call binaries look at argv[0]
-    os.symlink(tool, link)
+    link = scratch / "bin" / Path(tool).name  # the same name: multi-call binaries read argv[0]
     env = {key: os.environ[key] for key in KEPT if key in os.environ}
-    for variable, name in _PRIVATE_DIRS.items():
-        directory = scratch / name
-        directory.mkdir(exist_ok=True)
-        env[variable] = str(directory)
-    env["PATH"] = str(bin_dir)
+    try:
+        link.parent.mkdir()
+        _link(tool, link)
+        for variable, name in _PRIVATE_DIRS.items():
+            directory = scratch / name
+            directory.mkdir(exist_ok=True)
+            env[variable] = str(directory)
+    except OSError as error:
+        raise RenderFailed(f"cannot prepare the renderer's directory: {error}") from None
+    env["PATH"] = str(link.parent)
     env["KUBECONFIG"] = str(scratch / "no-kubeconfig")
     env.update(extra_env or {})
     return [*network_isolation(), str(link), *args], env
+
+
+def _link(tool: str, link: Path) -> None:
+    """``link`` runs ``tool``: a symbolic link, else (Windows without the privilege) a
+    hard link, else a copy."""
+    try:
+        os.symlink(tool, link)
+    except OSError:
+        try:
+            os.link(tool, link)
+        except OSError:
+            import shutil
+
+            shutil.copy2(tool, link)
 
 
 def network_isolation() -> tuple[str, ...]:
