@@ -40,6 +40,7 @@ MAX_BYTES: Final = 1024 * 1024
 MAX_KUSTOMIZATIONS: Final = 200
 """Kustomizations one build may reach (itself, bases, components), each read once."""
 _ENTRY_SHOWN: Final = 120
+_NOT_REGULAR: Final = "is not a regular file (a named pipe, socket or device would block the build)"
 
 # What each field holds, for the check.
 SAFE: Final = "safe"  # loads nothing
@@ -171,8 +172,13 @@ def check(directory: Path, repo_root: Path, cache: dict[Path, Parsed] | None = N
 
 
 def _kustomization_files(directory: Path) -> list[Path]:
-    """The kustomization files Kustomize would read there (it refuses more than one)."""
-    return [directory / name for name in KUSTOMIZATION_FILES if (directory / name).is_file()]
+    """The kustomization files Kustomize would read there (it refuses more than one):
+    every marker that exists and is no directory (a named pipe would block it)."""
+    return [
+        directory / name
+        for name in KUSTOMIZATION_FILES
+        if os.path.exists(directory / name) and not os.path.isdir(directory / name)
+    ]
 
 
 def _check_file(
@@ -180,6 +186,8 @@ def _check_file(
 ) -> None:
     real = Path(os.path.realpath(file))
     where = _outside(real, repo)
+    if not where and not real.is_file():
+        where = _NOT_REGULAR
     if where:
         build.refusals.append(Refusal(file, 0, f"{file.name} {where}"))
         return
@@ -352,10 +360,13 @@ def path_problem(entry: str, directory: Path, repo: Path) -> str:
         return "is a remote reference (nothing is fetched)"
     # Kustomize joins and cleans the path first (Go's filepath.Join), then follows links.
     lexical = Path(os.path.normpath(os.path.join(directory, entry)))
-    for target in (lexical, Path(os.path.realpath(lexical))):
+    real = Path(os.path.realpath(lexical))
+    for target in (lexical, real):
         where = _outside(target, repo)
         if where:
             return where
+    if real.exists() and not real.is_file() and not real.is_dir():
+        return _NOT_REGULAR
     return ""
 
 

@@ -101,24 +101,29 @@ def render(directory: Path, repo_root: Path, options: RenderOptions, session: Se
         where = repo_uri(escaped, repo_root)
         message = f"Kustomization not rendered: symbolic link {where} points outside the repository"
         problems.append(ReadError(uri, message))
-    inventory = Inventory(read_errors=problems)
-    tool = which("kustomize", "kubectl")
-    rendered = False
     if problems:
-        pass
-    elif tool is None:
-        tools = "`kustomize` (or `kubectl`)"
-        error = not_installed(uri, "Kustomization", tools, INSTALL_URL, SCANNED_PLAIN)
-        inventory.read_errors.append(error)
+        inventory, rendered = Inventory(read_errors=problems), False
     else:
-        try:
-            inventory.extend(_build(tool, directory, repo_root, options))
-            rendered = True
-        except RenderFailed as error:
-            message = f"Kustomization not rendered: kustomize build failed: {error}"
-            inventory.read_errors.append(ReadError(uri, message))
+        inventory, rendered = _render_checked(directory, repo_root, options)
     inventory.extend(plain_files(directory, repo_root, build, session, rendered=rendered))
     return inventory
+
+
+def _render_checked(
+    directory: Path, repo_root: Path, options: RenderOptions
+) -> tuple[Inventory, bool]:
+    """Build a kustomization the checks passed: its objects, or why not; whether it built."""
+    uri = repo_uri(directory, repo_root)
+    tool = which("kustomize", "kubectl")
+    if tool is None:
+        tools = "`kustomize` (or `kubectl`)"
+        error = not_installed(uri, "Kustomization", tools, INSTALL_URL, SCANNED_PLAIN)
+        return Inventory(read_errors=[error]), False
+    try:
+        return _build(tool, directory, repo_root, options), True
+    except RenderFailed as error:
+        message = f"Kustomization not rendered: kustomize build failed: {error}"
+        return Inventory(read_errors=[ReadError(uri, message)]), False
 
 
 def refusal_errors(build: kustomization.Build, uri: str, repo_root: Path) -> list[ReadError]:

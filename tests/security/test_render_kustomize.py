@@ -11,10 +11,12 @@ so the assertions that it does not through poolgate can fail.
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from cli_run import poolgate
 from tool_check import tool_missing
 
 from scanner.sources import kustomization
@@ -375,6 +377,26 @@ def test_the_walk_is_bounded(tmp_path: Path) -> None:
             "big/kustomization.yaml",
             "Kustomization big not rendered: kustomization.yaml is larger than 1 MiB",
         ),
+    ]
+
+
+def test_named_pipes_do_not_block_the_build(tmp_path: Path) -> None:
+    """kustomize would wait forever reading a pipe named as a resource or as a base's
+    kustomization (the render timeout is minutes); both are refused before it starts."""
+    repo = repository(tmp_path)
+    write(repo, {"app/kustomization.yaml": "resources: [pipe.yaml, ../base]\n", "base/x.yaml": ""})
+    os.mkfifo(repo / "app" / "pipe.yaml")
+    os.mkfifo(repo / "base" / "kustomization.yaml")
+    result = poolgate("scan", "app", "--format", "json", cwd=repo, env=render_env(), timeout=60)
+    not_regular = "is not a regular file (a named pipe, socket or device would block the build)"
+    errors = [
+        (uri, line, message.removeprefix(REFUSED))
+        for level, uri, line, message in notes(result)
+        if level == "error"
+    ]
+    assert errors == [
+        ("app/kustomization.yaml", 1, f'resources[0] "pipe.yaml" {not_regular}'),
+        ("base/kustomization.yaml", None, f"kustomization.yaml {not_regular}"),
     ]
 
 
