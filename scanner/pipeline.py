@@ -124,7 +124,12 @@ def scan_paths(
         excluded=excluded,
     )
     if render_roots:
-        inventory.extend(render_directories(render_roots, root, render or RenderOptions()))
+        options = render or RenderOptions()
+        inventory.extend(
+            render_directories(
+                render_roots, root, options, max_file_size=max_file_size, excluded=excluded
+            )
+        )
     notes: list[Notification] = []
     if context:
         objects, notes = load_context(context, root, inventory, excluded)
