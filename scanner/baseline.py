@@ -139,16 +139,29 @@ def load(path: Path) -> Recorded:
     Every problem is a ``UsageError`` naming the file (and the entry), raised before
     the scan starts.
     """
+    return parse(read(path), str(path))
+
+
+def read(path: Path) -> bytes:
+    """A baseline file's bytes; a ``UsageError`` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise UsageError(
             f"--baseline {path}: no such file",
             hint="create one with --write-baseline FILE",
         ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise UsageError(f"--baseline {path}: cannot read: {reason}") from None
+    except OSError as error:
+        raise UsageError(f"--baseline {path}: cannot read: {error.strerror or error}") from None
+
+
+def parse(content: bytes, path: str) -> Recorded:
+    """The findings recorded in a baseline's ``content``; ``path`` names it in errors
+    (a file, or ``REF:path`` for one read from a git commit)."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--baseline {path}: cannot read: {error}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -160,7 +173,7 @@ def load(path: Path) -> Recorded:
     return _fingerprints_of(data, path)
 
 
-def _fingerprints_of(data: object, path: Path) -> Recorded:
+def _fingerprints_of(data: object, path: str) -> Recorded:
     if not isinstance(data, dict):
         raise UsageError(f"--baseline {path}: not a poolgate baseline (expected a JSON object)")
     version = data.get("version")
