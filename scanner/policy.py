@@ -331,7 +331,7 @@ def _baseline(
         notes.append(
             Notification(
                 Level.WARNING,
-                f"--baseline {inside}: not in {commit.label} (commit {commit.sha[:12]}); "
+                f"--baseline {inside}: not in {provenance.revision(commit.label, commit.sha)}; "
                 "no finding is left out as baselined",
             )
         )
@@ -478,9 +478,9 @@ def _changed(comparison: Comparison, *, used_ref: bool) -> tuple[Notification, .
     listed = ", ".join(f"{item.path} ({item.change})" for item in changes[:LISTED_CHANGES])
     if len(changes) > LISTED_CHANGES:
         listed += f" and {len(changes) - LISTED_CHANGES} more"
-    at = f"{comparison.ref} (commit {comparison.commit[:12]})"
-    used = f"this scan used {comparison.ref}'s" if used_ref else "this scan used the work tree's"
-    message = f"policy files in the work tree differ from {at}; {used}: {listed}"
+    at = provenance.revision(comparison.ref, comparison.commit)
+    used = "the commit's" if used_ref else "the work tree's"
+    message = f"policy files in the work tree differ from {at}; this scan used {used}: {listed}"
     return (Notification(Level.WARNING, message),)
 
 

@@ -99,7 +99,7 @@ class PolicyRecord:
 
     def summary(self) -> str:
         """One line for text reports (paths unescaped: the reporter escapes them)."""
-        at = f"{self.ref} (commit {self.commit[:12]})" if self.commit else ""
+        at = revision(self.ref, self.commit) if self.commit else ""
         if not self.path:
             where = f"no .poolgate.yaml in {at}" if at else "no .poolgate.yaml found"
             line = f"config: built-in defaults ({where})"
@@ -119,7 +119,14 @@ class PolicyRecord:
         if self.compared is not None and self.compared.changes:
             count = len(self.compared.changes)
             parts.append(
-                f"{count} policy file{' differs' if count == 1 else 's differ'} "
-                f"from {self.compared.ref} in the work tree"
+                f"{count} policy file{' differs' if count == 1 else 's differ'} from "
+                f"{revision(self.compared.ref, self.compared.commit)} in the work tree"
             )
         return "; ".join(parts)
+
+
+def revision(ref: str, commit: str) -> str:
+    """A commit as messages name it: ``main (commit 0123456789ab)``, or only
+    ``commit 0123456789ab`` when it was given by its id."""
+    short = f"commit {commit[:12]}"
+    return short if commit.startswith(ref) and len(ref) >= 7 else f"{ref} ({short})"

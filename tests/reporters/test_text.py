@@ -101,7 +101,7 @@ def test_the_config_line_names_the_policy_before_the_summary(
     assert lines[-2] == (
         f"config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 {'a' * 64}; "
         f"1 rule file; baseline poolgate-baseline.json, sha256 {'d' * 64}; "
-        "1 policy file differs from origin/main in the work tree"
+        f"1 policy file differs from origin/main (commit {'c' * 12}) in the work tree"
     )
     assert lines[-1].startswith("3 findings (2 errors, 1 note)")
     clean = make_report(

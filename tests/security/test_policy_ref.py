@@ -270,8 +270,8 @@ def test_policy_ref_judges_the_pull_request_by_the_base_policy(tmp_path: Path) -
     }
     warnings = [n["message"] for n in document["notifications"] if n["level"] == "warning"]
     assert warnings == [
-        f"policy files in the work tree differ from {base} (commit {base[:12]}); this scan "
-        f"used {base}'s: .poolgate.yaml (changed), k8s/.poolgate.yaml (added), "
+        f"policy files in the work tree differ from commit {base[:12]}; this scan "
+        "used the commit's: .poolgate.yaml (changed), k8s/.poolgate.yaml (added), "
         "policy/rules/ACME001-min-replicas.yaml (changed), poolgate-baseline.json (changed)"
     ]
 
@@ -294,11 +294,11 @@ def test_the_text_report_names_the_base_config_and_its_digest(tmp_path: Path) ->
     lines = result.stdout.splitlines()
     assert lines[-2] == (
         f"config: .poolgate.yaml from main~1 (commit {base[:12]}), sha256 {sha256(BASE_CONFIG)}; "
-        "1 rule file; 3 policy files differ from main~1 in the work tree"
+        f"1 rule file; 3 policy files differ from main~1 (commit {base[:12]}) in the work tree"
     )
     assert (
         "poolgate: warning: policy files in the work tree differ from main~1 "
-        f"(commit {base[:12]}); this scan used main~1's: .poolgate.yaml (changed), "
+        f"(commit {base[:12]}); this scan used the commit's: .poolgate.yaml (changed), "
         "k8s/.poolgate.yaml (added), policy/rules/ACME001-min-replicas.yaml (changed)"
     ) in lines
 
@@ -319,8 +319,7 @@ def test_a_baseline_the_pull_request_adds_hides_nothing(tmp_path: Path) -> None:
     assert "PG301" in rule_ids(document)
     assert document["config"]["baseline"] is None
     assert (
-        f"--baseline mine.json: not in {base} (commit {base[:12]}); "
-        "no finding is left out as baselined"
+        f"--baseline mine.json: not in commit {base[:12]}; no finding is left out as baselined"
     ) in [n["message"] for n in document["notifications"]]
 
 
@@ -415,7 +414,7 @@ def test_compare_policy_keeps_the_work_trees_policy_and_says_what_changed(
         {"path": "policy/rules/ACME001-min-replicas.yaml", "change": "changed"},
     ]
     assert any(
-        n["message"].startswith(f"policy files in the work tree differ from {base}")
+        n["message"].startswith(f"policy files in the work tree differ from commit {base[:12]}")
         and "this scan used the work tree's" in n["message"]
         for n in document["notifications"]
     )
