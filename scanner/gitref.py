@@ -26,14 +26,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from scanner.errors import UsageError, printable
+
+# subprocess and shutil are imported where git runs: a scan without --policy-ref
+# (the pre-commit path) should not pay for them.
+if TYPE_CHECKING:
+    import subprocess
 
 GIT_TIMEOUT: Final = 60.0
 """Seconds one git command may take (each reads a few objects of a local repository)."""
@@ -83,6 +86,8 @@ class Commit:
     def resolve(cls, root: Path, ref: str, option: str = "--policy-ref") -> Commit:
         """The commit ``ref`` names in the repository at ``root``; a ``UsageError`` when
         it names none (the run must fail closed, not fall back to the work tree)."""
+        import shutil
+
         shown = printable(ref)
         if not ref or ref.startswith("-") or _CONTROL.search(ref):
             raise UsageError(f"{option} {shown!r}: not a git revision")
@@ -162,6 +167,8 @@ class Commit:
     def _git(
         self, args: Sequence[str], *, stdin: bytes | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
+        import subprocess
+
         argv = [
             self._program,
             "--no-pager",
