@@ -40,7 +40,7 @@ from scanner.config import Config
 from scanner.configfile import CONFIG_FILE_NAME, MAX_CONFIG_SIZE, LoadedConfig
 from scanner.errors import ConfigError, RuleLoadError, UsageError
 from scanner.findings import Level, Notification
-from scanner.gitref import Commit, Entry, blob_id, relative
+from scanner.gitref import SYMLINK_MODE, Commit, Entry, blob_id, relative
 from scanner.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
 from scanner.rules import MAX_RULE_FILE_SIZE, RuleText, rule_files
 
@@ -203,7 +203,7 @@ def _config(
 def _load_config(commit: Commit, entry: Entry) -> LoadedConfig:
     shown = f"{commit.label}:{entry.path}"
     if not entry.is_file:
-        what = "a symbolic link" if entry.mode == "120000" else "not a file"
+        what = "a symbolic link" if entry.mode == SYMLINK_MODE else "not a file"
         raise ConfigError(
             f"{shown}: {what}; poolgate reads regular files from a git commit",
             hint="replace it with a file, or pass --config",
@@ -256,8 +256,12 @@ def _nearest_configs(commit: Commit, directories: Sequence[str]) -> dict[str, En
     found: dict[str, Entry | None] = {}
     for directory, chain in chains.items():
         hits = (entries.get(posixpath.join(item, CONFIG_FILE_NAME)) for item in chain)
-        # A directory named .poolgate.yaml is passed over, as in the work tree.
-        found[directory] = next((hit for hit in hits if hit is not None and not hit.is_dir), None)
+        # A directory (or submodule) named .poolgate.yaml is passed over, as in the work
+        # tree; a symbolic link is taken, and refused when read.
+        found[directory] = next(
+            (hit for hit in hits if hit is not None and (hit.is_file or hit.mode == SYMLINK_MODE)),
+            None,
+        )
     return found
 
 
@@ -389,7 +393,8 @@ def _compare(
     if used.baseline is not None:
         paths.add(used.baseline)
     for directory in used.rule_dirs:
-        paths.add(directory)  # a directory in both is equal; a link or file in its place is not
+        if directory:  # a directory in both is equal; a link or file in its place is not
+            paths.add(directory)
         paths.update(entry.path for entry in commit.listing(directory) if _rule_name(entry.path))
         paths.update(_work_tree_rule_files(root, directory))
     in_commit = commit.entries(paths)

@@ -528,3 +528,30 @@ def test_discovery_outside_a_repository_ignores_a_writable_ancestor(tmp_path: Pa
     own = report(poolgate("scan", "k8s", "--format", "json", cwd=project))
     assert own["config"]["path"] == ".poolgate.yaml"
     assert {f["level"] for f in own["findings"] if f["ruleId"] == "PG301"} == {"note"}
+
+
+def test_rules_directories_named_on_the_command_line_come_from_the_ref(tmp_path: Path) -> None:
+    """A CI job's ``--rules team-rules`` names a directory of the checkout: the pull
+    request could edit its rules too. With ``--policy-ref`` they are the base's; a
+    directory outside the repository is the CI job's own and read from disk."""
+    repo, base = base_repository(tmp_path)
+    rule = RULE.replace("ACME001", "TEAM001").replace(": 1", ": 3")
+    write(repo / "team-rules" / "TEAM001.yaml", rule)
+    base = commit_all(repo, "base: a team rule passed with --rules")
+    write(repo / "team-rules" / "TEAM001.yaml", rule.replace("object.spec.replicas >=", "0 <="))
+    commit_all(repo, "pull request: the team rule never fires")
+    own = tmp_path / "ci-rules"
+    write(own / "CI001.yaml", RULE.replace("ACME001", "CI001").replace(": 1", ": 4"))
+    args = ("scan", "k8s", "--rules", "team-rules", "--rules", str(own), "--format", "json")
+    document = report(poolgate(*args, "--policy-ref", base, cwd=repo))
+    assert {"TEAM001", "CI001", "ACME001"} <= set(rule_ids(document))
+    assert [(item["path"], item["source"]) for item in document["config"]["ruleFiles"]] == [
+        ("policy/rules/ACME001-min-replicas.yaml", "git-ref"),
+        ("team-rules/TEAM001.yaml", "git-ref"),
+        (f"{own}/CI001.yaml", "file"),
+    ]
+    assert "TEAM001" not in rule_ids(report(poolgate(*args, cwd=repo)))  # the work tree's
+    write(repo / "evil" / "EVIL001-leak.yaml", EVIL)  # in the work tree only
+    missing = poolgate("scan", "k8s", "--rules", "evil", "--policy-ref", base, cwd=repo)
+    assert missing.returncode == 2
+    assert f"--rules evil: no such directory in {base}" in missing.stderr
