@@ -146,10 +146,15 @@ def load(path: Path) -> Recorded:
     Every problem is a ``UsageError`` naming the file (and the entry), raised before
     the scan starts.
     """
+    return parse(read(path), str(path))
+
+
+def read(path: Path) -> bytes:
+    """A baseline file's bytes; a ``UsageError`` when it cannot be read."""
     try:
         with open(path, "rb") as handle:
             # Read one byte past the limit rather than trust a size: a pipe has none.
-            data = handle.read(MAX_SIZE + 1)
+            return handle.read(MAX_SIZE + 1)
     except FileNotFoundError:
         raise UsageError(
             f"--baseline {path}: no such file",
@@ -157,16 +162,16 @@ def load(path: Path) -> Recorded:
         ) from None
     except OSError as error:
         raise UsageError(f"--baseline {path}: cannot read: {error.strerror or error}") from None
-    if len(data) > MAX_SIZE:
-        raise UsageError(
-            f"--baseline {path}: larger than {MAX_SIZE // (1024 * 1024)} MiB",
-            hint="a baseline holds one entry per finding; is it the right file?",
-        )
-    return parse(data, str(path))
 
 
 def parse(data: bytes, name: str) -> Recorded:
-    """The findings recorded in the bytes of a baseline file ``name`` (for messages)."""
+    """The findings recorded in a baseline's bytes; ``name`` names it in errors (a
+    file, or ``REF:path`` for one read from a git commit)."""
+    if len(data) > MAX_SIZE:
+        raise UsageError(
+            f"--baseline {name}: larger than {MAX_SIZE // (1024 * 1024)} MiB",
+            hint="a baseline holds one entry per finding; is it the right file?",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -187,6 +187,19 @@ def cli() -> None:
     help="Record the fingerprints of the current findings in this file (and leave them out).",
 )
 @click.option(
+    "--policy-ref",
+    metavar="REF",
+    help="Read the config (discovered or --config), its ruleDirs, and --rules and --baseline "
+    "inside the repository from git commit REF (a pull request's base), never from the "
+    "work tree; warn when the work tree's differ.",
+)
+@click.option(
+    "--compare-policy",
+    metavar="REF",
+    help="Use the work tree's config, rules and baseline, but warn when they differ from "
+    "git commit REF's.",
+)
+@click.option(
     "--helm-values",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
@@ -216,6 +229,8 @@ def scan(
     context: tuple[str, ...],
     baseline_file: Path | None,
     write_baseline: Path | None,
+    policy_ref: str | None,
+    compare_policy: str | None,
     helm_values: tuple[str, ...],
     helm_set: tuple[str, ...],
     helm_namespace: str,
@@ -230,29 +245,42 @@ def scan(
     from dataclasses import replace
     from functools import partial
 
-    from scanner import baseline, configfile, output, pipeline
+    from scanner import baseline, output, pipeline, policy
     from scanner.reporters import writer_for
     from scanner.sources.rendered import RenderOptions
 
     destinations = output.pair(formats, outputs, _default_format())
     output.check_apart(destinations, "--baseline", baseline_file)
     output.check_apart(destinations, "--write-baseline", write_baseline)
-    known = baseline.load(baseline_file) if baseline_file is not None else None
+    chosen = policy.resolve(
+        paths,
+        config_file=config_file,
+        baseline_file=baseline_file,
+        rule_dirs=rule_dirs,
+        policy_ref=policy_ref,
+        compare_ref=compare_policy,
+    )
+    known = chosen.recorded
     if write_baseline is not None:
         output.check_writable(write_baseline, "--write-baseline")
     render = RenderOptions(helm_values, _assignments(helm_set), helm_namespace)
-    loaded = configfile.resolve(paths, config_file)
-    _warn_all(loaded.warnings)
+    _warn_all(chosen.loaded.warnings)
     options = pipeline.ScanOptions(
-        rule_dirs=rule_dirs,
+        rule_dirs=chosen.rule_dirs,
         enable=_split_ids(enable),
         disable=_split_ids(disable),
         engine=cel_engine,
-        config=loaded.config,
+        config=chosen.loaded.config,
+        rule_texts=chosen.rule_texts,
     )
     ruleset = pipeline.load_ruleset(options)
     report = pipeline.scan_paths(
         paths, ruleset, context=context, render=render, max_file_size=max_file_size
+    )
+    report = replace(
+        report,
+        policy=chosen.record,
+        notifications=[*chosen.notifications, *report.notifications],
     )
     if write_baseline is not None:
         record = baseline.document(report.findings, __version__, INCOMPLETE_RULES)
@@ -338,20 +366,21 @@ def _audit_ruleset(
     disable: Sequence[str],
     rule_dirs: Sequence[Path],
     cel_engine: str,
-) -> Any:
-    from scanner import configfile, pipeline
+) -> tuple[Any, Any]:
+    """(the ruleset of an audit or snapshot, the record of its policy)."""
+    from scanner import pipeline, policy
 
-    loaded = configfile.resolve([], config_file)
-    _warn_all(loaded.warnings)
+    chosen = policy.from_work_tree([], config_file, None, rule_dirs)
+    _warn_all(chosen.loaded.warnings)
     options = pipeline.ScanOptions(
         rule_dirs=rule_dirs,
         enable=_split_ids(enable),
         disable=_split_ids(disable),
         engine=cel_engine,
-        config=loaded.config,
+        config=chosen.loaded.config,
         mode="audit",
     )
-    return pipeline.load_ruleset(options)
+    return pipeline.load_ruleset(options), chosen.record
 
 
 def _read_live(
@@ -448,7 +477,7 @@ def audit(
             raise UsageError(
                 f"--now {now_text!r} is not an RFC 3339 time", hint="e.g. 2025-06-01T02:00:00Z"
             ) from None
-    ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
+    ruleset, record = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
     # Forked now, while this process is small: a large cluster's objects would make a
     # later fork's copied pages cost memory (scanner/forking.py, Helper).
     helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
@@ -460,6 +489,7 @@ def audit(
                 ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
             )
         report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
+        report = replace(report, policy=record)
         lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
     finally:
         if helper is not None:
@@ -534,7 +564,7 @@ def snapshot_command(
     destination = output.Destination("json", output_file)
     if not destination.is_stdout:
         output.check_writable(Path(output_file))
-    ruleset = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
+    ruleset, _ = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
     capture = _read_live(
         ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
     )

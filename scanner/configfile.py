@@ -12,17 +12,21 @@ The file is a ``GpuPoolGate`` object checked with ``schemas/config.schema.json``
   of the file at once, before any scanning.
 
 Discovery walks up from the first scanned path to the repository root (the
-directory holding ``.git``), else to the filesystem root.
+directory holding ``.git``); outside a repository it stops at the working
+directory, so a writable ancestor (``/tmp``) cannot set the policy. ``parse``
+takes the file's bytes and a check for its ``ruleDirs``, so a config read from a
+git commit (``scanner.policy``) goes through the same validation.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -61,31 +65,53 @@ class LoadedConfig:
     """One line each: ``FILE:LINE: unknown key spec.x (ignored)``."""
     path: Path | None = None
     """The file read; ``None`` when no file was found (built-in defaults)."""
+    sha256: str = ""
+    """SHA-256 of the file's bytes (hex); empty for the built-in defaults."""
+
+
+RuleDirCheck = Callable[[str], tuple[str, str]]
+"""A ``spec.ruleDirs`` entry -> (the directory to load, "") or ("", the problem)."""
+
+
+def search_path(start: Path) -> tuple[list[Path], Path | None]:
+    """The directories discovery looks in from ``start``, nearest first, and the one
+    it stops at: the repository root (the nearest directory holding ``.git``), else
+    the working directory when ``start`` is inside it. Outside both it looks nowhere
+    (``[], None``): a directory no one vouches for does not set the policy."""
+    here = Path(os.path.abspath(start))
+    if not here.is_dir():
+        here = here.parent
+    chain = [here, *here.parents]
+    for index, directory in enumerate(chain):
+        if os.path.lexists(directory / ".git"):
+            return chain[: index + 1], directory
+    cwd = Path(os.path.abspath(Path.cwd()))
+    if cwd in chain:
+        return chain[: chain.index(cwd) + 1], cwd
+    return [], None
+
+
+def nearest(start: Path) -> tuple[Path | None, Path | None]:
+    """(the nearest ``.poolgate.yaml`` file discovery finds from ``start``, the
+    directory the walk stops at); no check of where a symbolic link points."""
+    chain, boundary = search_path(start)
+    for directory in chain:
+        candidate = directory / CONFIG_FILE_NAME
+        if candidate.is_file():
+            return candidate, boundary
+    return None, boundary
 
 
 def discover(start: Path) -> Path | None:
     """The nearest ``.poolgate.yaml`` at or above ``start``, not above the repository root.
 
     The repository root is the nearest directory holding ``.git``; without one the
-    walk goes to the filesystem root. A config that is a symbolic link must stay
-    inside the directory where the walk would stop: the scanned tree may be an
-    untrusted pull request.
+    walk stops at the working directory, and finds nothing when ``start`` is outside
+    it (``search_path``). A config that is a symbolic link must stay inside the
+    directory where the walk stops: the scanned tree may be an untrusted pull request.
     """
-    here = Path(os.path.abspath(start))
-    if not here.is_dir():
-        here = here.parent
-    chain = [here, *here.parents]
-    found: Path | None = None
-    for directory in chain:
-        candidate = directory / CONFIG_FILE_NAME
-        if found is None and candidate.is_file():
-            found = candidate
-        if os.path.lexists(directory / ".git"):
-            boundary = directory
-            break
-    else:
-        boundary = chain[-1]
-    if found is not None and found.is_symlink():
+    found, boundary = nearest(start)
+    if found is not None and boundary is not None and found.is_symlink():
         target = Path(os.path.realpath(found))
         if boundary != target.parent and boundary not in target.parents:
             raise ConfigError(
@@ -111,15 +137,31 @@ def resolve(paths: Sequence[str], explicit: str | Path | None = None) -> LoadedC
     loaded = load(found) if found is not None else LoadedConfig(Config())
     others = _other_configs(paths[1:], found)
     if others:
-        used = display_path(found) if found is not None else "the built-in defaults"
-        named = ", ".join(display_path(other) if other else "no file" for other in others)
-        warning = (
-            f"the paths scanned fall under different configs ({named} besides {used}): "
-            f"{used} {'apply' if found is None else 'applies'} to all of them; give --config, "
-            "or scan each tree on its own"
-        )
+        named = [display_path(other) if other else "" for other in others]
+        warning = mixed_configs(display_path(found) if found is not None else "", named)
         loaded = replace(loaded, warnings=(*loaded.warnings, warning))
+    if found is None and search_path(start)[1] is None:
+        unused = Path(os.path.abspath(start))
+        unused = (unused if unused.is_dir() else unused.parent) / CONFIG_FILE_NAME
+        if unused.is_file():
+            warning = (
+                f"{display_path(unused)} is not used: it is outside a repository and the "
+                "working directory, where discovery does not look; pass --config to use it"
+            )
+            loaded = replace(loaded, warnings=(*loaded.warnings, warning))
     return loaded
+
+
+def mixed_configs(used: str, others: Sequence[str]) -> str:
+    """The warning when scanned paths fall under configs (``""``: none) other than
+    ``used`` (``""``: the built-in defaults)."""
+    shown = used or "the built-in defaults"
+    named = ", ".join(other or "no file" for other in others)
+    return (
+        f"the paths scanned fall under different configs ({named} besides {shown}): "
+        f"{shown} {'applies' if used else 'apply'} to all of them; give --config, "
+        "or scan each tree on its own"
+    )
 
 
 def _other_configs(paths: Sequence[str], found: Path | None) -> list[Path | None]:
@@ -144,10 +186,23 @@ def load(path: Path) -> LoadedConfig:
     try:
         if path.stat().st_size > MAX_CONFIG_SIZE:
             raise ConfigError(f"{shown}: larger than {MAX_CONFIG_SIZE // 1024} KiB")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise ConfigError(f"{shown}: cannot read: {reason}") from None
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{shown}: cannot read: {error.strerror or error}") from None
+    return parse(data, path, shown, _work_tree_dirs(path, shown))
+
+
+def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> LoadedConfig:
+    """Validate and convert a config file's bytes. ``path`` becomes ``Config.source``
+    (where the file sits in the work tree: findings and notifications name it by
+    its repository path), ``shown`` names it in messages, and ``rule_dir`` checks
+    and resolves each ``spec.ruleDirs`` entry. ``ConfigError`` lists every problem."""
+    if len(data) > MAX_CONFIG_SIZE:
+        raise ConfigError(f"{shown}: larger than {MAX_CONFIG_SIZE // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{shown}: cannot read: {error}") from None
     documents, parse_problems = parse_plain(text)
     if parse_problems:
         _raise([f"{shown}:{line}:{column}: {message}" for message, line, column in parse_problems])
@@ -165,10 +220,10 @@ def load(path: Path) -> LoadedConfig:
     problems, warnings = _check_schema(body, lines, shown)
     if problems:
         _raise(problems)
-    config = _convert(body, lines, path, shown, problems)
+    config = _convert(body, lines, path, shown, problems, rule_dir)
     if problems:
         _raise(problems)
-    return LoadedConfig(config, tuple(warnings), path)
+    return LoadedConfig(config, tuple(warnings), path, hashlib.sha256(data).hexdigest())
 
 
 def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any]]) -> None:
@@ -341,7 +396,12 @@ def _line(lines: LineMap, path: str) -> int:
 
 
 def _convert(
-    body: Mapping[str, Any], lines: LineMap, path: Path, shown: str, problems: list[str]
+    body: Mapping[str, Any],
+    lines: LineMap,
+    path: Path,
+    shown: str,
+    problems: list[str],
+    rule_dir: RuleDirCheck,
 ) -> Config:
     """The validated document as a ``Config``; semantic problems are appended to ``problems``."""
     spec: Mapping[str, Any] = body.get("spec") or {}
@@ -376,7 +436,9 @@ def _convert(
         )
         for rule_id, item in (spec.get("rules") or {}).items()
     }
-    values["rule_dirs"] = tuple(_rule_dirs(spec.get("ruleDirs", ()), lines, path, shown, problems))
+    values["rule_dirs"] = tuple(
+        _rule_dirs(spec.get("ruleDirs", ()), lines, shown, problems, rule_dir)
+    )
     values["exemptions"] = tuple(_exemptions(spec.get("exemptions", ()), lines, shown, problems))
     return Config(**values)
 
@@ -402,31 +464,41 @@ def _require(section: Mapping[str, Any]) -> Require:
 
 
 def _rule_dirs(
-    entries: Iterable[str], lines: LineMap, path: Path, shown: str, problems: list[str]
+    entries: Iterable[str],
+    lines: LineMap,
+    shown: str,
+    problems: list[str],
+    rule_dir: RuleDirCheck,
 ) -> Iterable[str]:
-    """The config's rule directories, each inside the repository that holds the config
-    (the config's own directory outside a repository), symlinks resolved: a pull
-    request's ``.poolgate.yaml`` must not make its CI job read files elsewhere on
-    the runner (``/``, ``../../.kube``) and print them in rule errors."""
+    for index, entry in enumerate(entries):
+        directory, problem = rule_dir(entry)
+        if problem:
+            line = _line(lines, f"spec.ruleDirs[{index}]")
+            problems.append(f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: {problem}")
+        else:
+            yield directory
+
+
+def _work_tree_dirs(path: Path, shown: str) -> RuleDirCheck:
+    """The check of a work-tree config's rule directories: each inside the repository
+    that holds the config (the config's own directory outside a repository), symlinks
+    resolved: a pull request's ``.poolgate.yaml`` must not make its CI job read files
+    elsewhere on the runner (``/``, ``../../.kube``) and print them in rule errors."""
     base = Path(os.path.abspath(path)).parent
     root = _repository(base).resolve()
-    for index, entry in enumerate(entries):
+
+    def check(entry: str) -> tuple[str, str]:
         directory = base / entry
-        line = _line(lines, f"spec.ruleDirs[{index}]")
         if not directory.is_dir():
-            problems.append(
-                f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: no such directory "
-                f"(relative to {display_path(base)})"
-            )
-            continue
+            return "", f"no such directory (relative to {display_path(base)})"
         if not directory.resolve().is_relative_to(root):
-            problems.append(
-                f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: outside the repository "
-                f"({display_path(root)}); a config's rule directories must be inside it "
-                "(give others with --rules)"
+            return "", (
+                f"outside the repository ({display_path(root)}); a config's rule "
+                "directories must be inside it (give others with --rules)"
             )
-            continue
-        yield str(directory)
+        return str(directory), ""
+
+    return check
 
 
 def _repository(start: Path) -> Path:

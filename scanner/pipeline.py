@@ -32,7 +32,7 @@ from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
 from scanner.reporters import Report, RunStats
-from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
+from scanner.rules import DOCUMENT_RULES, Rule, RuleText, bundled_rules_dir, load_rules, select
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
     NOTHING_EXCLUDED,
@@ -57,6 +57,8 @@ class ScanOptions:
     mode: str = "scan"
     """``scan`` or ``audit``: rules whose ``modes`` leave this one out do not run
     (``enable_all`` runs them anyway: fixture tests cover audit-only rules too)."""
+    rule_texts: Sequence[RuleText] = ()
+    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ def load_ruleset(options: ScanOptions) -> Ruleset:
     directories = [bundled_rules_dir()] if options.include_bundled else []
     directories.extend(Path(directory) for directory in options.config.rule_dirs)
     directories.extend(options.rule_dirs)
-    rules = load_rules(directories, engine, options.config)
+    rules = load_rules(directories, engine, options.config, options.rule_texts)
     known = {rule.id for rule in rules}
     unknown = sorted((set(options.enable) | set(options.disable)) - known)
     if unknown:

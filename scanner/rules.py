@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from scanner import rulecache
 from scanner.cel import Engine, Program, ResultKind
@@ -107,10 +107,23 @@ def rule_files(directories: Iterable[Path]) -> list[Path]:
     return [path for directory in directories for path in sorted(directory.glob("*.yaml"))]
 
 
+class RuleText(NamedTuple):
+    """A rule file already read (from a git commit: ``--policy-ref``): its name in
+    messages (``REF:path``) and its bytes."""
+
+    name: str
+    data: bytes
+
+
 def load_rules(
-    directories: Sequence[Path], engine: Engine, config: Config | None = None
+    directories: Sequence[Path],
+    engine: Engine,
+    config: Config | None = None,
+    texts: Sequence[RuleText] = (),
 ) -> list[Rule]:
-    """Load, validate and compile every rule in ``directories``, sorted by id.
+    """Load, validate and compile every rule in ``directories``, then those in
+    ``texts``, sorted by id. One loader for both: a rule read from a commit is
+    checked exactly like one read from a file.
 
     Raises ``RuleLoadError`` listing every problem found in every file.
     """
@@ -119,13 +132,15 @@ def load_rules(
     rules: dict[str, Rule] = {}
     known = rulecache.load()
     validated = _Validated(frozenset(known))
-    for path in rule_files(directories):
-        rule = _load_file(path, engine, config, problems, validated)
+    for name, text in _texts(directories, texts, problems):
+        if text is None:
+            continue
+        rule = _load_text(name, text, engine, config, problems, validated)
         if rule is None:
             continue
         if rule.id in rules:
             problems.append(
-                f"{path}: id {rule.id} is already defined in {rules[rule.id].doc.source}"
+                f"{name}: id {rule.id} is already defined in {rules[rule.id].doc.source}"
             )
             continue
         rules[rule.id] = rule
@@ -147,13 +162,19 @@ class _Validated:
     passed: list[str] = field(default_factory=list)
 
 
-def _load_file(
-    path: Path,
-    engine: Engine,
-    config: Config,
-    problems: list[str],
-    validated: _Validated,
-) -> Rule | None:
+def _texts(
+    directories: Sequence[Path], texts: Sequence[RuleText], problems: list[str]
+) -> Iterator[tuple[str, str | None]]:
+    """(name, text) of each rule file in turn; ``None`` for one that cannot be read,
+    with the reason in ``problems``."""
+    for path in rule_files(directories):
+        yield str(path), _read_file(path, problems)
+    for item in texts:
+        yield item.name, _decode(item, problems)
+
+
+def _read_file(path: Path, problems: list[str]) -> str | None:
+    """A rule file's text, or ``None`` with the reason in ``problems``."""
     try:
         status = path.lstat()  # one call for a plain file: rules load on every run
         linked = stat.S_ISLNK(status.st_mode)
@@ -168,20 +189,42 @@ def _load_file(
         if status.st_size > MAX_RULE_FILE_SIZE:
             problems.append(f"{path}: larger than {MAX_RULE_FILE_SIZE // 1024} KiB")
             return None
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         problems.append(f"{path}: cannot read: {error}")
         return None
+
+
+def _decode(item: RuleText, problems: list[str]) -> str | None:
+    """A rule text's bytes as text, within the size a rule file may have."""
+    if len(item.data) > MAX_RULE_FILE_SIZE:
+        problems.append(f"{item.name}: larger than {MAX_RULE_FILE_SIZE // 1024} KiB")
+        return None
+    try:
+        return item.data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append(f"{item.name}: cannot read: {error}")
+        return None
+
+
+def _load_text(
+    name: str,
+    text: str,
+    engine: Engine,
+    config: Config,
+    problems: list[str],
+    validated: _Validated,
+) -> Rule | None:
     documents, errors = parse_plain(text)
     if errors:
-        problems.extend(f"{path}:{line}:{column}: {message}" for message, line, column in errors)
+        problems.extend(f"{name}:{line}:{column}: {message}" for message, line, column in errors)
         return None
     if len(documents) != 1:
-        problems.append(f"{path}:1: a rule file holds exactly one YAML document")
+        problems.append(f"{name}:1: a rule file holds exactly one YAML document")
         return None
     body, positions = documents[0]
     if not isinstance(body, dict):
-        problems.append(f"{path}:1: a rule file is a YAML mapping")
+        problems.append(f"{name}:1: a rule file is a YAML mapping")
         return None
     key = rulecache.digest(_schema_text(), text)
     if key not in validated.known:
@@ -189,11 +232,11 @@ def _load_file(
         for invalid in sorted(_schema_validator().iter_errors(body), key=lambda e: list(e.path)):
             field_path = _field_path(invalid.absolute_path)
             line = _line(positions, field_path)
-            problems.append(f"{path}:{line}: {field_path or '(rule)'}: {invalid.message}")
+            problems.append(f"{name}:{line}: {field_path or '(rule)'}: {invalid.message}")
         if len(problems) > before:
             return None
         validated.passed.append(key)
-    return _compile(path, body, positions, engine, config, problems)
+    return _compile(name, body, positions, engine, config, problems)
 
 
 def _field_path(parts: Iterable[str | int]) -> str:
@@ -212,7 +255,7 @@ def _line(positions: Mapping[str, Position], path: str) -> int:
 
 
 def _compile(
-    path: Path,
+    path: str,
     body: Mapping[str, Any],
     positions: Mapping[str, Position],
     engine: Engine,
@@ -280,7 +323,7 @@ def _compile(
         description=body["description"].strip(),
         remediation=body["remediation"].strip(),
         subject=body["subject"],
-        source=str(path),
+        source=path,
         security_severity=body.get("securitySeverity"),
         tags=tuple(body.get("tags", ())),
         help_uri=body.get("helpUri", ""),

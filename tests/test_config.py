@@ -52,11 +52,43 @@ def test_discovery_stops_at_the_repository_root(tmp_path: Path) -> None:
     assert configfile.discover(repo / "k8s") == inside
 
 
-def test_discovery_without_a_repository_goes_to_the_filesystem_root(tmp_path: Path) -> None:
-    config = write(tmp_path / ".poolgate.yaml", HEADER)
-    deep = tmp_path / "a" / "b"
+def test_discovery_without_a_repository_stops_at_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review: outside a repository the walk went to ``/``, so whoever could
+    write an ancestor (``/tmp/.poolgate.yaml``) set the policy of the scan."""
+    write(tmp_path / ".poolgate.yaml", HEADER)  # a writable ancestor: never read
+    work = tmp_path / "work"
+    deep = work / "a" / "b"
     deep.mkdir(parents=True)
-    assert configfile.discover(deep) == config
+    monkeypatch.chdir(work)
+    assert configfile.discover(deep) is None
+    assert configfile.search_path(deep) == ([deep, deep.parent, work], work)
+    nearer = write(work / "a" / ".poolgate.yaml", HEADER)
+    assert configfile.discover(deep) == nearer
+    nearer.unlink()
+    own = write(work / ".poolgate.yaml", HEADER)
+    assert configfile.discover(deep) == own
+
+
+def test_discovery_outside_a_repository_and_the_working_directory_finds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    write(tmp_path / ".poolgate.yaml", HEADER)
+    config = write(elsewhere / ".poolgate.yaml", HEADER + "spec: {skuLabel: elsewhere}\n")
+    manifest = write(elsewhere / "pod.yaml", "")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert configfile.search_path(manifest) == ([], None)
+    assert configfile.discover(manifest) is None
+    loaded = configfile.resolve([str(manifest)])
+    assert loaded.config == Config()
+    assert loaded.warnings == (
+        f"{config} is not used: it is outside a repository and the working directory, "
+        "where discovery does not look; pass --config to use it",
+    )
+    assert configfile.resolve([str(manifest)], config).config.sku_label == "elsewhere"
 
 
 def test_a_symlinked_config_may_not_point_outside_the_repository(tmp_path: Path) -> None:

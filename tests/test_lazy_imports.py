@@ -60,3 +60,4 @@ def test_scan_imports_no_heavy_optional_modules(tmp_path: Path, fmt: str) -> Non
     code, second = _scan(tmp_path, *argv)
     assert code == 0
     assert not set(NEVER) & second
+    assert "subprocess" not in second  # no git process without --policy-ref (scanner.gitref)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from scanner.findings import Finding, Level, Notification
+from scanner.provenance import PolicyRecord
 from scanner.ruledoc import RuleDoc
 
 
@@ -39,6 +40,9 @@ class Report:
     repo_root: str
     """Absolute path the artifact URIs are relative to (SARIF ``%SRCROOT%``)."""
     stats: RunStats = field(default_factory=RunStats)
+    policy: PolicyRecord | None = None
+    """The configuration, rule files and baseline the run used, with digests
+    (``scanner.provenance``); ``None`` when the caller did not record it."""
     show_suppressed: bool = False
     color: bool = False
     verbose: bool = False

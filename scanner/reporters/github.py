@@ -4,7 +4,8 @@ One command per visible finding::
 
     ::error file=k8s/train.yaml,line=12,col=9,title=PG301 privileged-outside-operator::...
 
-then one per notification, then a plain summary line for the log. Levels map to
+then one per notification, then plain lines for the log: the configuration the
+run used (with its source and SHA-256) and the summary. Levels map to
 ``error``/``warning``/``notice``. Values are escaped as the Actions runner
 unescapes them (``%``, CR and LF in the message; also ``:`` and ``,`` in
 properties), which also keeps text from an untrusted manifest from starting a
@@ -47,6 +48,8 @@ def write(report: Report, stream: TextIO) -> None:
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )
+    if report.policy is not None:
+        stream.write(f"poolgate: {safe(report.policy.summary())}\n")
     stream.write(f"poolgate: {summary}\n")
 
 

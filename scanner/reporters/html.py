@@ -4,8 +4,9 @@ or from the nightly audit.
 Top to bottom::
 
     poolgate report (tool version)
-    Summary              the summary line the text report ends with, a table of counts,
-                         and a banner when the results are incomplete
+    Summary              the summary line the text report ends with, the config the run
+                         used (source, SHA-256), a table of counts, and a banner when
+                         the results are incomplete
     Since the last audit only with ``audit --compare`` (scanner/drift.py)
     Notifications        what could not be read or evaluated; always present
     Findings             one table per file or ``cluster://`` URI, in the run's order
@@ -151,6 +152,8 @@ def _summary(report: Report, counts: Tally, headline: str) -> str:
         if name != "Files scanned" or stats.files or not stats.objects
     )
     out = f'<section id="summary">\n<h2>Summary</h2>\n<p>{_text(headline)}</p>\n'
+    if report.policy is not None:
+        out += f'<p class="muted">{_text(report.policy.summary())}</p>\n'
     unread = sum(1 for note in report.notifications if note.level is Level.ERROR)
     if counts.rule_errors or unread:
         reasons = []

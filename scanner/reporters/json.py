@@ -7,6 +7,19 @@ findings in the run's deterministic order, indented by 2::
     {
       "version": 1,
       "tool": {"name": "poolgate", "version": "0.1.0"},
+      "config": {                 # the policy the run used; null when not recorded
+        "path": ".poolgate.yaml",           # repository-relative; null: built-in defaults
+        "source": "git-ref",                # git-ref | work-tree | explicit | defaults
+        "ref": "origin/main",               # --policy-ref as given, else null
+        "commit": "<40 hex digits>",        # the commit it named, else null
+        "sha256": "<64 hex digits>",        # of the config file's bytes; null: defaults
+        "ruleFiles": [{"path": "policy/rules/ACME001.yaml", "source": "git-ref",
+                       "sha256": "<64 hex digits>"}],   # user rules; source git-ref | file
+        "baseline": {"path": "poolgate-baseline.json", "source": "git-ref",
+                     "sha256": "<64 hex digits>"},      # or null
+        "workTreeChanges": {"ref": "origin/main", "commit": "<40 hex digits>",
+                            "files": [{"path": "k8s/.poolgate.yaml", "change": "added"}]}
+      },                          # workTreeChanges: null unless a commit was compared
       "summary": {
         "findings": 3,            # violations that are not suppressed
         "errors": 2, "warnings": 1, "notes": 0,
@@ -161,6 +174,7 @@ def _document(report: Report) -> dict[str, Any]:
     return {
         "version": SHAPE_VERSION,
         "tool": {"name": "poolgate", "version": report.tool_version},
+        "config": report.policy.as_json() if report.policy is not None else None,
         "summary": {
             "findings": counts.findings,
             "errors": counts.errors,

@@ -18,6 +18,10 @@ Choices that matter to consumers:
   object identity, field path), so alerts survive edits that only move lines.
 * Suppressed findings stay in the log with ``suppressions``: viewers show them
   as dismissed instead of forgetting them.
+* ``invocations[0].properties`` names the policy the run used and its digests
+  (``poolgateConfig``, the shape of the JSON report's ``config``) and counts the
+  suppressed and baselined findings (``poolgateCounts``); the Action's job summary
+  reads them.
 * A rule that could not be evaluated (outcome ``error``) is not a verdict on the
   manifest, so it is a ``toolExecutionNotification`` tied to its rule, not a
   result; like any error notification it marks the invocation unsuccessful.
@@ -203,6 +207,7 @@ def _log(
         execution_successful=not unread
         and not any(item.level == "error" for item in notifications),
         tool_execution_notifications=notifications or None,
+        properties=_invocation_properties(report),
     )
     run = om.Run(
         tool=om.Tool(driver=driver),
@@ -213,6 +218,18 @@ def _log(
     )
     body = cast(dict[str, Any], _to_json(om.SarifLog(version="2.1.0", runs=[run])))
     return {"$schema": SCHEMA_URI, **body}
+
+
+def _invocation_properties(report: Report) -> dict[str, Any]:
+    """What the results alone do not say: the policy the run used (``poolgateConfig``,
+    the JSON report's ``config``) and how many findings were suppressed (they stay in
+    the log with ``suppressions``) or left out as already in the baseline."""
+    properties: dict[str, Any] = {}
+    if report.policy is not None:
+        properties["poolgateConfig"] = report.policy.as_json()
+    suppressed = sum(1 for finding in report.findings if finding.suppression is not None)
+    properties["poolgateCounts"] = {"suppressed": suppressed, "baselined": report.stats.baselined}
+    return properties
 
 
 def _descriptors(report: Report) -> list[tuple[str, RuleDoc | None]]:

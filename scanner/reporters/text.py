@@ -7,12 +7,16 @@ Layout::
     k8s/train.yaml:30:5 rule-error PG204 could not evaluate: no such key: sku
 
     poolgate: warning: k8s/secret.yaml: cannot read: permission denied
+
+    config: .poolgate.yaml (work tree), sha256 9f86d081...
     1 finding (1 error) in 4 files, 12 objects; 1 rule error (results incomplete)
 
 Findings are grouped under their file so a long run stays scannable, yet each
 line repeats ``uri:line:col`` so editors and terminals can jump to it. Rule
 errors say ``rule-error`` instead of a level: a rule that could not run is not
-a verdict on the manifest. Manifests come from untrusted pull requests, so
+a verdict on the manifest. The line before the summary names the configuration
+the run used, where it came from and its SHA-256 (``scanner.provenance``).
+Manifests come from untrusted pull requests, so
 control characters in messages are escaped before they reach a terminal.
 """
 
@@ -37,7 +41,8 @@ _STYLES = {
 
 
 def write(report: Report, stream: TextIO) -> None:
-    """Write findings grouped by file, then notifications, then a one-line summary."""
+    """Write findings grouped by file, then notifications, the config used and a
+    one-line summary."""
     paint = _Paint(report.color)
     groups: dict[str, list[Finding]] = {}
     for finding in report.visible():
@@ -54,6 +59,8 @@ def write(report: Report, stream: TextIO) -> None:
         stream.write(_notification_line(notification, paint) + "\n")
     if groups or report.notifications:
         stream.write("\n")
+    if report.policy is not None:
+        stream.write(safe(report.policy.summary()) + "\n")
     counts = tally(report.findings)
     summary = summary_line(
         counts,

@@ -56,7 +56,7 @@ def test_poolgate_scan_deploy_reports_nothing() -> None:
     assert [
         (f["ruleId"], f["object"]["kind"], f["suppression"]["kind"]) for f in document["findings"]
     ] == [("PG306", "RoleBinding", "in-source")]
-    assert cli("scan", str(DEPLOY)).stdout.startswith("no findings in ")
+    assert cli("scan", str(DEPLOY)).stdout.splitlines()[-1].startswith("no findings in ")
 
 
 def test_kubectl_apply_of_the_directory_works_on_a_fresh_cluster() -> None:

@@ -24,6 +24,7 @@ from scanner.findings import (
     sort_findings,
 )
 from scanner.inventory import ObjectRef
+from scanner.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
 from scanner.reporters import Report, RunStats, writer_for
 from scanner.ruledoc import RuleDoc
 
@@ -125,6 +126,35 @@ NOTIFICATIONS = (
     Notification(Level.WARNING, "cannot read: permission denied", uri="k8s/secret.yaml"),
     Notification(Level.NOTE, "rule disabled by config", rule_id="PG204"),
 )
+
+
+POLICY = PolicyRecord(
+    source="git-ref",
+    path=".poolgate.yaml",
+    sha256="a" * 64,
+    ref="origin/main",
+    commit="c" * 40,
+    rule_files=(PolicyFile("policy/rules/ACME001.yaml", "b" * 64, "git-ref"),),
+    baseline=PolicyFile("poolgate-baseline.json", "d" * 64, "git-ref"),
+    compared=Comparison("origin/main", "c" * 40, (PolicyChange("k8s/.poolgate.yaml", "added"),)),
+)
+"""A run whose policy came from a pull request's base, which the pull request changes."""
+
+POLICY_JSON = {
+    "path": ".poolgate.yaml",
+    "source": "git-ref",
+    "ref": "origin/main",
+    "commit": "c" * 40,
+    "sha256": "a" * 64,
+    "ruleFiles": [{"path": "policy/rules/ACME001.yaml", "source": "git-ref", "sha256": "b" * 64}],
+    "baseline": {"path": "poolgate-baseline.json", "source": "git-ref", "sha256": "d" * 64},
+    "workTreeChanges": {
+        "ref": "origin/main",
+        "commit": "c" * 40,
+        "files": [{"path": "k8s/.poolgate.yaml", "change": "added"}],
+    },
+}
+"""``POLICY`` as the JSON report's ``config`` and SARIF's ``poolgateConfig`` spell it."""
 
 
 def _make_report(**changes: object) -> Report:

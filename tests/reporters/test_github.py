@@ -6,6 +6,8 @@ from scanner.findings import Finding, Level, Location
 from scanner.reporters import Report
 from scanner.reporters.github import escape_data, escape_property
 
+from .conftest import POLICY
+
 Render = Callable[[Report, str], str]
 
 
@@ -77,3 +79,13 @@ def test_control_characters_from_manifests_are_shown_as_escapes(
     line = render(make_report(findings=(hostile,), notifications=()), "github").splitlines()[0]
     assert line.endswith("::GPU Deployment tr\\x01ain in namespace ml\\x1b[2J")
     assert "\x1b" not in line and "\x01" not in line
+
+
+def test_the_log_names_the_config_before_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    lines = render(make_report(policy=POLICY), "github").splitlines()
+    assert lines[-2].startswith(
+        f"poolgate: config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 "
+    )
+    assert lines[-1].startswith("poolgate: 3 findings")

@@ -28,6 +28,8 @@ from scanner.reporters import FORMATS, Report, RunStats
 from scanner.reporters.json import to_document
 from scanner.ruledoc import RuleDoc
 
+from .conftest import POLICY
+
 Render = Callable[[Report, str], str]
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "base"}
@@ -212,6 +214,14 @@ def test_summary_counts_levels_outcomes_and_scope(
     assert "3 findings (2 errors, 1 note) in 4 files, 12 objects" in text
     assert "5 findings in the baseline hidden" in text
     assert "Results incomplete: 1 rule error." in text
+
+
+def test_summary_names_the_config_the_run_used(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    page = parse(render(make_report(policy=POLICY), "html"))
+    text = page.one("section", id="summary").text()
+    assert f"config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 {'a' * 64}" in text
 
 
 def test_suppressed_findings_hidden_unless_asked(

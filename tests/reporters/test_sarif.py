@@ -25,6 +25,8 @@ from scanner.reporters.sarif import cluster_uri
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture
 
+from .conftest import POLICY, POLICY_JSON
+
 Render = Callable[[Report, str], str]
 SCHEMA = Path(__file__).parent.parent / "schemas" / "sarif-schema-2.1.0.json"
 
@@ -259,6 +261,19 @@ def test_run_notifications(report: Report, render: Render) -> None:
         "message": {"text": "rule disabled by config"},
         "associatedRule": {"id": "PG204", "index": 2},
     }
+
+
+def test_invocation_properties_name_the_config_and_count_what_was_left_out(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    stats = RunStats(files=4, objects=12, baselined=3)
+    invocation = _run(make_report(policy=POLICY, stats=stats), render)["invocations"][0]
+    assert invocation["properties"] == {
+        "poolgateConfig": POLICY_JSON,
+        "poolgateCounts": {"suppressed": 1, "baselined": 3},
+    }
+    unrecorded = _run(make_report(), render)["invocations"][0]["properties"]
+    assert unrecorded == {"poolgateCounts": {"suppressed": 1, "baselined": 0}}
 
 
 def test_execution_successful_unless_an_error_notification(

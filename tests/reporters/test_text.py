@@ -3,7 +3,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scanner.findings import Finding, Level, Location
+from scanner.provenance import PolicyRecord
 from scanner.reporters import Report, RunStats
+
+from .conftest import POLICY
 
 Render = Callable[[Report, str], str]
 
@@ -89,3 +92,27 @@ def test_control_characters_from_manifests_cannot_drive_the_terminal(
     assert "\x1b" not in output
     assert "\u202e" not in output
     assert r"name \x1b[2Jcleared\nfake line \u202eevil\u2028next pri\u200bvileged\u200f" in output
+
+
+def test_the_config_line_names_the_policy_before_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    lines = render(make_report(policy=POLICY), "text").splitlines()
+    assert lines[-2] == (
+        f"config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 {'a' * 64}; "
+        f"1 rule file; baseline poolgate-baseline.json, sha256 {'d' * 64}; "
+        f"1 policy file differs from origin/main (commit {'c' * 12}) in the work tree"
+    )
+    assert lines[-1].startswith("3 findings (2 errors, 1 note)")
+    clean = make_report(
+        findings=(), notifications=(), stats=RunStats(files=1), policy=PolicyRecord("defaults")
+    )
+    assert render(clean, "text") == (
+        "config: built-in defaults (no .poolgate.yaml found)\nno findings in 1 file\n"
+    )
+    work_tree = PolicyRecord("work-tree", "k8s/\x1b[2J.poolgate.yaml", "e" * 64)
+    shown = render(make_report(findings=(), notifications=(), policy=work_tree), "text")
+    assert (
+        shown.splitlines()[0]
+        == f"config: k8s/\\x1b[2J.poolgate.yaml (work tree), sha256 {'e' * 64}"
+    )
