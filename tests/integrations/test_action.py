@@ -286,6 +286,7 @@ class Runner:
         workspace: Path,
         scratch: Path,
         inputs: dict[str, str],
+        *,
         env: dict[str, str] | None = None,
         action_results: dict[str, dict[str, str]] | None = None,
         github: dict[str, Any] | None = None,
@@ -591,9 +592,11 @@ elif sys.argv[1:4] != ["-I", "-m", "pip"]:
             [*pip, "check"],
         ]
         assert [cache_dir for _, cache_dir in calls[2:5]] == [cache["path"]] * 3
-        # Then the installed poolgate: its version, the scan, the summary.
+        # Then the installed poolgate: its version, the repository root (where the
+        # policy commit is read), the scan, the summary.
         assert [argv[:4] for argv, _ in calls[5:]] == [
             ["-I", "-m", "scanner", "--version"],
+            ["-I", "-c", calls[6][0][2], "k8s/"],
             ["-I", "-m", "scanner", "scan"],
             ["-I", "-", "poolgate.sarif", "1"],
         ]
@@ -669,7 +672,7 @@ def test_a_pull_request_is_judged_by_its_bases_policy(tmp_path: Path) -> None:
     workspace, base = _pull_request(tmp_path)
     scratch = tmp_path / "runner"
     scratch.mkdir()
-    runner = Runner(workspace, scratch, {"paths": "k8s/"}, _pull_request_event(base))
+    runner = Runner(workspace, scratch, {"paths": "k8s/"}, github=_pull_request_event(base))
     assert runner.run() == 1
     scan = runner.logs["scan"]
     assert f"poolgate: fetching the pull request's base commit {base}" in scan.stdout
@@ -698,7 +701,7 @@ def test_policy_ref_head_keeps_the_work_tree_policy_and_says_so(tmp_path: Path) 
     scratch = tmp_path / "runner"
     scratch.mkdir()
     inputs = {"paths": "k8s/", "policy-ref": "head", "upload": "false"}
-    runner = Runner(workspace, scratch, inputs, _pull_request_event(base))
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base))
     assert runner.run() == 0  # the repository chose to let pull requests set the policy
     summary = runner.summary.read_text()
     assert "**Policy:** `.poolgate.yaml` from the work tree, sha256" in summary
@@ -713,7 +716,7 @@ def test_without_a_pull_request_the_checked_out_commit_holds_the_policy(tmp_path
     scratch = tmp_path / "runner"
     scratch.mkdir()
     event = {"event_name": "schedule", "event": {}}
-    runner = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"}, event)
+    runner = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"}, github=event)
     assert runner.run() == 0  # HEAD's policy, not the file an earlier step rewrote
     head = git("rev-parse", "HEAD", cwd=workspace).strip()
     assert (
