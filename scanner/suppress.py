@@ -28,13 +28,13 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Final
 
 from scanner.config import Config, Exemption
 from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.inventory import KubeObject, ObjectRef, is_mapping, join_path
+from scanner.wildcards import Dialect, compile_pattern
 
 IGNORE_ANNOTATION: Final = "poolgate.io/ignore"
 INVALID_RULE: Final = "PG004"
@@ -44,7 +44,7 @@ EXTERNAL: Final = "external"
 _ID: Final = r"[A-Za-z][A-Za-z0-9]*[0-9]{3}"
 # A newline always starts a new entry; a comma only when a rule id (then "=", a comma
 # or the end) follows, so reasons may contain commas.
-_SEPARATOR: Final = re.compile(rf"\s*,\s*(?={_ID}\s*(?:=|,|$))")
+_ENTRY_START: Final = re.compile(rf"\s*{_ID}\s*(?:=|$)")
 _ENTRY: Final = re.compile(rf"(?P<id>{_ID})\s*(?:=(?P<reason>.*))?")
 _ANNOTATION_PATH: Final = join_path(join_path("metadata", "annotations"), IGNORE_ANNOTATION)
 
@@ -74,7 +74,7 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     reasons: dict[str, str] = {}
     problems: list[str] = []
     lines = value.strip().splitlines()
-    for raw in (part for line in lines for part in _SEPARATOR.split(line.strip())):
+    for raw in (part for line in lines for part in _entries(line)):
         entry = raw.strip().strip(",").strip()
         if not entry:
             continue
@@ -101,6 +101,20 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
         else:
             reasons.setdefault(rule_id, reason)
     return Ignore(reasons, tuple(problems))
+
+
+def _entries(line: str) -> list[str]:
+    """``line`` cut at the commas that start an entry (``_ENTRY_START`` on what follows,
+    up to the next comma). Each piece is read once: splitting with a regular expression
+    that begins with ``\\s*`` retried every blank of a long run of blanks (quadratic in
+    an annotation the input writes)."""
+    groups: list[list[str]] = []
+    for part in line.split(","):
+        if groups and not _ENTRY_START.match(part):
+            groups[-1].append(part)
+        else:
+            groups.append([part])
+    return [",".join(group) for group in groups]
 
 
 def _quote(text: str) -> str:
@@ -139,13 +153,9 @@ def exemption_matches(exemption: Exemption, finding: Finding) -> bool:
 
 
 def _glob_match(pattern: str, value: str) -> bool:
-    return not pattern or _glob(pattern).fullmatch(value) is not None
-
-
-@cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    """``*`` matches any run of characters; everything else is literal."""
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.S)
+    """``*`` matches any run of characters; everything else is literal. The config may
+    come with the pull request, so no regular expression: ``scanner.wildcards``."""
+    return not pattern or compile_pattern(pattern, Dialect.GLOB).matches(value)
 
 
 def apply(
