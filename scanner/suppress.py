@@ -9,6 +9,10 @@ Two ways to say "this finding is accepted":
 
   Entries are ``RULE=reason``, separated by commas or newlines; a reason may itself
   contain commas as long as what follows a comma does not look like ``RULE=``.
+  It holds for findings on the object that carries it, found by its document
+  (``Finding.origin``), never by identity alone: a benign ``team-a/web`` with the
+  annotation must not silence a privileged ``team-a/web`` in the same file, the
+  one ``kubectl apply`` leaves running (PG005 reports the pair).
 * in the config, ``spec.exemptions`` with a rule, an object match, a reason and an
   optional expiry date.
 
@@ -33,7 +37,7 @@ from typing import Final
 
 from scanner.config import Config, Exemption
 from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
-from scanner.inventory import KubeObject, ObjectRef, is_mapping, join_path
+from scanner.inventory import KubeObject, ObjectRef, Origin, is_mapping, join_path
 from scanner.wildcards import Dialect, compile_pattern
 
 IGNORE_ANNOTATION: Final = "poolgate.io/ignore"
@@ -176,14 +180,14 @@ def apply(
     suppress). ``today`` decides expiry; tests pass a fixed date.
     """
     today = today or datetime.date.today()
-    ignores: dict[tuple[str, ObjectRef], dict[str, str]] = {}
+    ignores: dict[tuple[Origin, ObjectRef], dict[str, str]] = {}
     invalid: list[Finding] = []
     for obj in objects:
         annotations = obj.metadata.get("annotations")
         if not is_mapping(annotations) or IGNORE_ANNOTATION not in annotations:
             continue
         parsed = parse_ignore(annotations[IGNORE_ANNOTATION], known_rules)
-        reasons = ignores.setdefault((obj.origin.uri, obj.ref), {})
+        reasons = ignores.setdefault((obj.origin, obj.ref), {})
         for rule_id, reason in parsed.reasons.items():
             reasons.setdefault(rule_id, reason)
         if invalid_level is not None:
@@ -220,11 +224,12 @@ def apply(
 
 def _suppression(
     finding: Finding,
-    ignores: Mapping[tuple[str, ObjectRef], Mapping[str, str]],
+    ignores: Mapping[tuple[Origin, ObjectRef], Mapping[str, str]],
     exemptions: Iterable[Exemption],
 ) -> Suppression | None:
-    if finding.ref is not None and finding.rule_id != INVALID_RULE:
-        reason = ignores.get((finding.location.uri, finding.ref), {}).get(finding.rule_id)
+    origin, ref = finding.origin, finding.ref
+    if origin is not None and ref is not None and finding.rule_id != INVALID_RULE:
+        reason = ignores.get((origin, ref), {}).get(finding.rule_id)
         if reason:
             return Suppression(IN_SOURCE, reason)
     for exemption in exemptions:
@@ -242,6 +247,7 @@ def _invalid_finding(obj: KubeObject, message: str, level: Level) -> Finding:
         location=Location(obj.origin.uri, line, column, _ANNOTATION_PATH),
         ref=obj.ref,
         source_type=obj.origin.source_type,
+        origin=obj.origin,
     )
 
 
