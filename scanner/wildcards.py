@@ -66,8 +66,9 @@ class Automaton:
     """(bit, test) of the ``[seq]`` tokens."""
     stars: int
     """Bits of the star tokens."""
-    refusing: tuple[tuple[str, int], ...]
-    """(character, bits of the stars that do not take it)."""
+    staying: Mapping[str, int]
+    """Character -> the bits of the stars that take it, for the characters some star
+    refuses (every star takes any other)."""
     runs: int
     """The longest run of consecutive star tokens: how far letting stars take nothing
     can move a position."""
@@ -75,20 +76,17 @@ class Automaton:
     def run(self, text: str) -> tuple[bool, int]:
         """Whether all of ``text`` matches, and the characters read (one pass at most)."""
         chars, any_char, sets = self.chars, self.any_char, self.sets
-        stars, refusing, runs = self.stars, self.refusing, self.runs
+        stars, staying, runs = self.stars, self.staying, self.runs
         state = _skip_stars(1, stars, runs)
         read = 0
         for char in text:
             read += 1
             take = chars.get(char, 0) | any_char
-            for bit, test in sets:
-                if test(char):
-                    take |= bit
-            stay = stars
-            for refused, bits in refusing:
-                if char == refused:
-                    stay &= ~bits
-            state = ((state & take) << 1) | (state & stay)
+            if sets:
+                for bit, test in sets:
+                    if test(char):
+                        take |= bit
+            state = ((state & take) << 1) | (state & staying.get(char, stars))
             if not state:
                 return False, read
             if state & stars:
@@ -98,28 +96,27 @@ class Automaton:
 
 @dataclass(frozen=True, slots=True)
 class Wildcard:
-    """A compiled pattern. Matching takes the first of these that the pattern has:
+    """A compiled pattern: the literal ``prefix`` and ``suffix`` it starts and ends with,
+    compared first, and what lies between, matched by the first of these it has:
 
-    * ``literal``: no wildcard, the text must equal it;
+    * nothing (``literal``): the pattern has no wildcard, the text must be ``prefix``;
     * ``pieces``: literal pieces around stars that all refuse the same character
-      (``refused``, "" for none) and that no piece holds: the first piece starts the
-      text, the last ends it, each middle one is placed leftmost after the one before
-      (a later place only leaves less room for the rest), and no refused character is
-      left for the stars;
+      (``refused``, "" for none) that no piece holds: each piece is placed leftmost
+      after the one before (a later place only leaves less room for the rest), and no
+      refused character may be left for the stars;
     * ``components``: stars that refuse ``/`` where pieces hold ``/`` (Sigstore's
       ``index.docker.io/*/*``): no star crosses a ``/``, so text and pattern split at
       ``/`` into as many components, each matched as ``pieces``;
-    * ``automaton``: everything else, run on what lies between the literal ``prefix``
-      and ``suffix``.
+    * ``automaton``: everything else.
     """
 
     pattern: str
-    literal: str | None = None
+    prefix: str
+    suffix: str = ""
+    literal: bool = False
     pieces: tuple[str, ...] = ()
     refused: str = _ANY
     components: tuple[tuple[str, ...], ...] = ()
-    prefix: str = ""
-    suffix: str = ""
     automaton: Automaton | None = None
 
     def matches(self, text: str) -> bool:
@@ -129,20 +126,21 @@ class Wildcard:
     def match_steps(self, text: str) -> tuple[bool, int]:
         """Whether ``text`` matches, and the work it took: the pieces looked for, or the
         characters the automaton read. Nothing is tried twice, so the work is bounded
-        by the pattern's pieces or by ``len(text) + 1``."""
-        if self.literal is not None:
-            return text == self.literal, 1
-        if self.pieces:
-            return _pieces_match(self.pieces, text, self.refused)
-        if self.components:
-            return _components_match(self.components, text)
-        automaton = self.automaton
-        assert automaton is not None
+        by the pattern's pieces or by ``len(text)`` (1 when the ends decide)."""
         prefix, suffix = self.prefix, self.suffix
+        if self.literal:
+            return text == prefix, 1
         end = len(text) - len(suffix)
         if end < len(prefix) or not text.startswith(prefix) or not text.endswith(suffix):
             return False, 1
-        return automaton.run(text[len(prefix) : end])
+        middle = text[len(prefix) : end]
+        if self.pieces:
+            return _pieces_match(self.pieces, middle, self.refused)
+        if self.components:
+            return _components_match(self.components, middle)
+        automaton = self.automaton
+        assert automaton is not None
+        return automaton.run(middle)
 
 
 def _skip_stars(state: int, stars: int, runs: int) -> int:
@@ -191,32 +189,29 @@ def _components_match(components: Sequence[Sequence[str]], text: str) -> tuple[b
 def compile_pattern(pattern: str, dialect: Dialect) -> Wildcard:
     """``pattern`` read as ``dialect``, ready to match many texts."""
     tokens = _collapsed(_tokens(pattern, dialect))
-    if all(kind == "char" for kind, _ in tokens):
-        return Wildcard(pattern, literal=_text(tokens))
-    refusals = {value for kind, value in tokens if kind == "star"}
-    if len(refusals) == 1 and all(kind in ("char", "star") for kind, _ in tokens):
+    start, end = 0, len(tokens)
+    while start < end and tokens[start][0] == "char":
+        start += 1
+    if start == end:
+        return Wildcard(pattern, _text(tokens), literal=True)
+    while tokens[end - 1][0] == "char":
+        end -= 1
+    prefix, middle, suffix = _text(tokens[:start]), tokens[start:end], _text(tokens[end:])
+    refusals = {value for kind, value in middle if kind == "star"}
+    if len(refusals) == 1 and all(kind in ("char", "star") for kind, _ in middle):
         refused = str(refusals.pop())
-        if all(value != refused for kind, value in tokens if kind == "char"):
-            return Wildcard(pattern, pieces=_pieces(tokens), refused=refused)
+        if all(value != refused for kind, value in middle if kind == "char"):
+            return Wildcard(pattern, prefix, suffix, pieces=_pieces(middle), refused=refused)
         if refused == "/":
             components: list[list[_Token]] = [[]]
-            for token in tokens:
+            for token in middle:
                 if token == ("char", "/"):
                     components.append([])
                 else:
                     components[-1].append(token)
-            return Wildcard(pattern, components=tuple(_pieces(part) for part in components))
-    start, end = 0, len(tokens)
-    while tokens[start][0] == "char":
-        start += 1
-    while tokens[end - 1][0] == "char":
-        end -= 1
-    return Wildcard(
-        pattern,
-        prefix=_text(tokens[:start]),
-        suffix=_text(tokens[end:]),
-        automaton=_automaton(tokens[start:end]),
-    )
+            parts = tuple(_pieces(part) for part in components)
+            return Wildcard(pattern, prefix, suffix, components=parts)
+    return Wildcard(pattern, prefix, suffix, automaton=_automaton(middle))
 
 
 def matches(pattern: str, text: str, dialect: Dialect) -> bool:
@@ -230,13 +225,13 @@ def _text(tokens: Sequence[_Token]) -> str:
 
 def _pieces(tokens: Sequence[_Token]) -> tuple[str, ...]:
     """The literal pieces around the stars of ``tokens`` (one more than the stars)."""
-    pieces = [""]
-    for kind, value in tokens:
-        if kind == "star":
-            pieces.append("")
+    pieces: list[list[_Token]] = [[]]
+    for token in tokens:
+        if token[0] == "star":
+            pieces.append([])
         else:
-            pieces[-1] += str(value)
-    return tuple(pieces)
+            pieces[-1].append(token)
+    return tuple(_text(piece) for piece in pieces)
 
 
 def _tokens(pattern: str, dialect: Dialect) -> list[_Token]:
@@ -328,6 +323,5 @@ def _automaton(tokens: Sequence[_Token]) -> Automaton:
             stars |= bit
             if value:
                 refusing[str(value)] = refusing.get(str(value), 0) | bit
-    return Automaton(
-        len(tokens), chars, any_char, tuple(sets), stars, tuple(refusing.items()), runs
-    )
+    staying = {char: stars & ~bits for char, bits in refusing.items()}
+    return Automaton(len(tokens), chars, any_char, tuple(sets), stars, staying, runs)

@@ -82,6 +82,7 @@ def _sigstore_repository(repository: str) -> str | None:
     return f"{registry}/{path}"
 
 
+@lru_cache(maxsize=4096)
 def _sigstore_glob(glob: str) -> Wildcard | None:
     if glob == "*/*":
         glob = f"{DOCKER_HUB}/*/*"
@@ -119,4 +120,9 @@ def kyverno_name(image: str) -> str:
 
 def kyverno_wildcard_matches(pattern: str, text: str) -> bool:
     """Kyverno's wildcard match: ``*`` any run (``/`` included), ``?`` one character."""
-    return compile_pattern(pattern, Dialect.KYVERNO).matches(text)
+    return _kyverno_pattern(pattern).matches(text)
+
+
+@lru_cache(maxsize=4096)
+def _kyverno_pattern(pattern: str) -> Wildcard:
+    return compile_pattern(pattern, Dialect.KYVERNO)
