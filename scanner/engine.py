@@ -678,6 +678,7 @@ def _finding(
         ref=obj.ref,
         source_type=obj.origin.source_type,
         outcome=outcome,
+        origin=obj.origin,
     )
 
 
@@ -705,7 +706,7 @@ def _capped(line: str) -> str:
 def document_findings(
     invalid: Iterable[InvalidDocument], rules: Mapping[str, Rule]
 ) -> Iterator[Finding]:
-    """Findings of the built-in document rules (PG001-PG003) that are enabled."""
+    """Findings of the built-in document rules (PG001-PG003, PG005) that are enabled."""
     for document in invalid:
         rule = rules.get(document.rule_id)
         if rule is None:
@@ -717,4 +718,5 @@ def document_findings(
             location=Location(document.origin.uri, document.line, document.column, document.path),
             ref=document.ref,
             source_type=document.origin.source_type,
+            origin=document.origin,
         )

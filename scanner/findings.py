@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from scanner.inventory import ObjectRef
+from scanner.inventory import ObjectRef, Origin
 
 INCOMPLETE_RULES: Final = frozenset({"PG001"})
 """Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
@@ -76,6 +76,10 @@ class Finding:
     source_type: str = "file"
     outcome: Outcome = Outcome.FAIL
     suppression: Suppression | None = None
+    origin: Origin | None = None
+    """The document of the object the finding is on (its ``KubeObject.origin``), or None
+    when there is none: an in-source suppression holds for the object it is written on
+    alone, not for another one with the same identity (``scanner.suppress``)."""
 
     def __reduce__(self) -> tuple[type[Finding], tuple[object, ...]]:
         """Pickled as its fields and rebuilt by the constructor. The dataclass default
@@ -92,6 +96,7 @@ class Finding:
                 self.source_type,
                 self.outcome,
                 self.suppression,
+                self.origin,
             ),
         )
 

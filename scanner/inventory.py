@@ -57,11 +57,24 @@ class Origin:
     line: int = 1
     column: int = 1
     source_type: str = "file"
+    unit: str = ""
+    """The rendered output the object came from (``charts/x (rendered)``), whose
+    ``document_index`` it is, or "" for a file, where ``uri`` says it: the objects
+    applied together. A chart's objects carry their template's ``uri``, and two
+    overlays of one base both carry the base's."""
 
-    def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str]]:
+    def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str, str]]:
         """Pickled as its fields (``scanner.findings.Finding.__reduce__``): a helper
         process gets one with every workload it evaluates (scanner/engine.py)."""
-        return (Origin, (self.uri, self.document_index, self.line, self.column, self.source_type))
+        return (
+            Origin,
+            (self.uri, self.document_index, self.line, self.column, self.source_type, self.unit),
+        )
+
+    @property
+    def applied_with(self) -> str:
+        """What the object is applied together with: its rendered unit, else its file."""
+        return self.unit or self.uri
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,54 @@ class WorkloadKind:
     templates: Extractor = field(repr=False)
 
 
+CLUSTER_SCOPED: Final = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("", "ComponentStatus"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("storage.k8s.io", "VolumeAttributesClass"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("networking.k8s.io", "IngressClass"),
+        ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("certificates.k8s.io", "ClusterTrustBundle"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("resource.k8s.io", "ResourceSlice"),
+        ("nvidia.com", "ClusterPolicy"),
+        ("nvidia.com", "NVIDIADriver"),
+        ("karpenter.sh", "NodePool"),
+        ("karpenter.k8s.aws", "EC2NodeClass"),
+        ("policy.sigstore.dev", "ClusterImagePolicy"),
+        ("kyverno.io", "ClusterPolicy"),
+        ("kueue.x-k8s.io", "ClusterQueue"),
+        ("kueue.x-k8s.io", "ResourceFlavor"),
+    }
+)
+"""(API group, kind) of the cluster-scoped kinds poolgate knows: Kubernetes' own, and
+the CRDs of ``scanner.sources.resources`` (a test keeps the two in step). Such an
+object has no namespace (the API server drops a ``metadata.namespace`` on it). Other
+kinds, CRDs included, are taken as namespaced."""
+
+
 def api_group(api_version: str) -> str:
     """``apps/v1`` -> ``apps``; ``v1`` (core) -> ``""``."""
     group, slash, _ = api_version.rpartition("/")

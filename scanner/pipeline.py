@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__, baseline, configfile, forking, suppress
+from scanner import __version__, baseline, configfile, duplicates, forking, suppress
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
 from scanner.engine import HelperContext, document_findings, evaluate
@@ -228,6 +228,8 @@ def _evaluate_model(
     context_uris = {obj.origin.uri for obj in inventory.objects if obj.context_only}
     model_invalid = [doc for doc in model.invalid if doc.origin.uri not in context_uris]
     invalid = [*inventory.invalid, *model_invalid]
+    if duplicates.RULE in document_rules:
+        invalid.extend(duplicates.duplicate_objects(inventory.reportable()))
     findings: list[Finding] = list(document_findings(invalid, document_rules))
     evaluation = evaluate(
         ruleset.rules,

@@ -26,9 +26,10 @@ from scanner.inventory import Position, join_path
 from scanner.ruledoc import RuleDoc
 from scanner.sources.yamldoc import parse_plain
 
-DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004")
+DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004", "PG005")
 """Built-in rules whose findings come from poolgate itself, not from CEL: reading
-documents (PG001-PG003) and checking suppressions (PG004, ``scanner.suppress``)."""
+documents (PG001-PG003), checking suppressions (PG004, ``scanner.suppress``) and
+identities defined twice where they are applied together (PG005, ``scanner.duplicates``)."""
 
 
 MODES = ("scan", "audit")

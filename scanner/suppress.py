@@ -9,6 +9,10 @@ Two ways to say "this finding is accepted":
 
   Entries are ``RULE=reason``, separated by commas or newlines; a reason may itself
   contain commas as long as what follows a comma does not look like ``RULE=``.
+  It holds for findings on the object that carries it, found by its document
+  (``Finding.origin``), never by identity alone: a benign ``team-a/web`` with the
+  annotation must not silence a privileged ``team-a/web`` in the same file, the
+  one ``kubectl apply`` leaves running (PG005 reports the pair).
 * in the config, ``spec.exemptions`` with a rule, an object match, a reason and an
   optional expiry date.
 
@@ -28,13 +32,13 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Final
 
 from scanner.config import Config, Exemption
 from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
-from scanner.inventory import KubeObject, ObjectRef, is_mapping, join_path
+from scanner.inventory import KubeObject, ObjectRef, Origin, is_mapping, join_path
+from scanner.wildcards import Dialect, compile_pattern
 
 IGNORE_ANNOTATION: Final = "poolgate.io/ignore"
 INVALID_RULE: Final = "PG004"
@@ -44,7 +48,7 @@ EXTERNAL: Final = "external"
 _ID: Final = r"[A-Za-z][A-Za-z0-9]*[0-9]{3}"
 # A newline always starts a new entry; a comma only when a rule id (then "=", a comma
 # or the end) follows, so reasons may contain commas.
-_SEPARATOR: Final = re.compile(rf"\s*,\s*(?={_ID}\s*(?:=|,|$))")
+_ENTRY_START: Final = re.compile(rf"\s*{_ID}\s*(?:=|$)")
 _ENTRY: Final = re.compile(rf"(?P<id>{_ID})\s*(?:=(?P<reason>.*))?")
 _ANNOTATION_PATH: Final = join_path(join_path("metadata", "annotations"), IGNORE_ANNOTATION)
 
@@ -74,7 +78,7 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     reasons: dict[str, str] = {}
     problems: list[str] = []
     lines = value.strip().splitlines()
-    for raw in (part for line in lines for part in _SEPARATOR.split(line.strip())):
+    for raw in (part for line in lines for part in _entries(line)):
         entry = raw.strip().strip(",").strip()
         if not entry:
             continue
@@ -101,6 +105,20 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
         else:
             reasons.setdefault(rule_id, reason)
     return Ignore(reasons, tuple(problems))
+
+
+def _entries(line: str) -> list[str]:
+    """``line`` cut at the commas that start an entry (``_ENTRY_START`` on what follows,
+    up to the next comma). Each piece is read once: splitting with a regular expression
+    that begins with ``\\s*`` retried every blank of a long run of blanks (quadratic in
+    an annotation the input writes)."""
+    groups: list[list[str]] = []
+    for part in line.split(","):
+        if groups and not _ENTRY_START.match(part):
+            groups[-1].append(part)
+        else:
+            groups.append([part])
+    return [",".join(group) for group in groups]
 
 
 def _quote(text: str) -> str:
@@ -139,13 +157,9 @@ def exemption_matches(exemption: Exemption, finding: Finding) -> bool:
 
 
 def _glob_match(pattern: str, value: str) -> bool:
-    return not pattern or _glob(pattern).fullmatch(value) is not None
-
-
-@cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    """``*`` matches any run of characters; everything else is literal."""
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.S)
+    """``*`` matches any run of characters; everything else is literal. The config may
+    come with the pull request, so no regular expression: ``scanner.wildcards``."""
+    return not pattern or compile_pattern(pattern, Dialect.GLOB).matches(value)
 
 
 def apply(
@@ -166,14 +180,14 @@ def apply(
     suppress). ``today`` decides expiry; tests pass a fixed date.
     """
     today = today or datetime.date.today()
-    ignores: dict[tuple[str, ObjectRef], dict[str, str]] = {}
+    ignores: dict[tuple[Origin, ObjectRef], dict[str, str]] = {}
     invalid: list[Finding] = []
     for obj in objects:
         annotations = obj.metadata.get("annotations")
         if not is_mapping(annotations) or IGNORE_ANNOTATION not in annotations:
             continue
         parsed = parse_ignore(annotations[IGNORE_ANNOTATION], known_rules)
-        reasons = ignores.setdefault((obj.origin.uri, obj.ref), {})
+        reasons = ignores.setdefault((obj.origin, obj.ref), {})
         for rule_id, reason in parsed.reasons.items():
             reasons.setdefault(rule_id, reason)
         if invalid_level is not None:
@@ -210,11 +224,12 @@ def apply(
 
 def _suppression(
     finding: Finding,
-    ignores: Mapping[tuple[str, ObjectRef], Mapping[str, str]],
+    ignores: Mapping[tuple[Origin, ObjectRef], Mapping[str, str]],
     exemptions: Iterable[Exemption],
 ) -> Suppression | None:
-    if finding.ref is not None and finding.rule_id != INVALID_RULE:
-        reason = ignores.get((finding.location.uri, finding.ref), {}).get(finding.rule_id)
+    origin, ref = finding.origin, finding.ref
+    if origin is not None and ref is not None and finding.rule_id != INVALID_RULE:
+        reason = ignores.get((origin, ref), {}).get(finding.rule_id)
         if reason:
             return Suppression(IN_SOURCE, reason)
     for exemption in exemptions:
@@ -232,6 +247,7 @@ def _invalid_finding(obj: KubeObject, message: str, level: Level) -> Finding:
         location=Location(obj.origin.uri, line, column, _ANNOTATION_PATH),
         ref=obj.ref,
         source_type=obj.origin.source_type,
+        origin=obj.origin,
     )
 
 

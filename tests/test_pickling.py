@@ -17,10 +17,11 @@ from scanner.inventory import LineMap, ObjectRef, Origin
 
 REF = ObjectRef("apps/v1", "Deployment", "team-a", "trainer")
 LOCATION = Location("cluster://prod/team-a/Deployment/trainer", 7, 3, "spec.template.spec")
+ORIGIN = Origin("k8s/train.yaml", 2, 14, 5, "cluster", "charts/train (rendered)")
 SAMPLES: list[Any] = [
     REF,
     LOCATION,
-    Origin("k8s/train.yaml", 2, 14, 5, "cluster"),
+    ORIGIN,
     LineMap({"spec": (3, 1), "spec.replicas": (4, 3)}, "items[2]"),
     Finding(
         "PG201",
@@ -31,6 +32,7 @@ SAMPLES: list[Any] = [
         "cluster",
         Outcome.ERROR,
         Suppression("external", "accepted until the MIG pool exists"),
+        ORIGIN,
     ),
 ]
 
