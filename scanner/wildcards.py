@@ -45,6 +45,15 @@ class Dialect(enum.Enum):
 _ANY: Final = ""
 """What a star that takes every character refuses."""
 
+AUTOMATON_LIMIT: Final = 4096
+"""The longest text, and the longest pattern, the automaton matches: past it the text
+does not match. Its work is ``len(text) * len(pattern) / 64`` word operations, so two
+inputs of a few megabytes would take minutes. Nothing real comes near: image
+references, object names and namespaces are at most a few hundred characters
+(repository names 255, DNS names 253). Not matching is the safe answer for every
+caller: an image no policy covers, a name no selector picks, an exemption that does
+not apply."""
+
 _Token = tuple[str, object]
 """``("char", c)`` a literal character, ``("one", None)`` any one character,
 ``("set", test)`` one character ``test`` accepts, ``("star", refused)`` any run of
@@ -140,6 +149,8 @@ class Wildcard:
             return _components_match(self.components, middle)
         automaton = self.automaton
         assert automaton is not None
+        if len(middle) > AUTOMATON_LIMIT or automaton.size > AUTOMATON_LIMIT:
+            return False, 1
         return automaton.run(middle)
 
 

@@ -12,14 +12,13 @@ author could write, scanned by ``python -m scanner`` in a subprocess.
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 import cli_run
-import pytest
+from tool_check import require_kustomize
 
 from scanner.duplicates import duplicate_objects
 from scanner.kinds import CLUSTER_SCOPED
@@ -27,7 +26,6 @@ from scanner.sources.resources import RESOURCES
 from scanner.sources.yamldoc import parse_stream
 
 DIGEST = "0d9a2a9e5f0c4e3b8f7a6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f"
-HAS_KUSTOMIZE = shutil.which("kustomize") or shutil.which("kubectl")
 
 BENIGN = f"""\
 apiVersion: apps/v1
@@ -163,11 +161,11 @@ def test_list_items_are_objects_of_their_own(tmp_path: Path) -> None:
     assert where(findings, "PG301") == [("k8s/list.yaml", second + 16, False)]
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_an_overlay_annotation_does_not_cover_another_overlay(tmp_path: Path) -> None:
     """Two overlays of one base render the same base document: same file, same line,
     same identity. Overlay A's annotation must not silence overlay B's privileged patch
     (before, it did: the finding came out suppressed), and two units are not PG005."""
+    require_kustomize()
     base = PRIVILEGED.replace("          securityContext:\n            privileged: true\n", "")
     patch_a = """\
 resources: [../base]
@@ -209,11 +207,11 @@ patches:
     assert where(findings, "PG005") == []
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_a_kustomization_output_is_one_unit(tmp_path: Path) -> None:
     """Two resources of one kustomization with one identity (the version differs, which
     Kustomize lets through): kustomize orders apps/v1 before apps/v1beta2, so the
     benign v1beta2 copy is what the cluster keeps, reported with the other's file."""
+    require_kustomize()
     legacy = BENIGN.replace("apps/v1", "apps/v1beta2")
     root = repo(
         tmp_path,
@@ -231,8 +229,10 @@ def test_a_kustomization_output_is_one_unit(tmp_path: Path) -> None:
 
 
 FAKE_HELM = """
-chart = os.path.basename(sys.argv[3])
-sys.stdout.write(open(os.path.join(os.environ["FAKE_HELM_OUTPUT"], chart + ".yaml")).read())
+# helm renders a private copy of the chart (scanner/sources/helm.py) in an environment
+# of its own: the chart is named by its Chart.yaml, the outputs' directory is written here.
+chart = open(os.path.join(sys.argv[3], "Chart.yaml")).read().split("name: ")[1].split()[0]
+sys.stdout.write(open(os.path.join(OUTPUTS, chart + ".yaml")).read())
 """
 
 
@@ -257,8 +257,8 @@ def test_a_chart_output_is_one_unit_and_charts_are_separate(tmp_path: Path) -> N
     (outputs / "a.yaml").write_text(twice)
     (outputs / "b.yaml").write_text(once)
     bin_dir = tmp_path / "bin"
-    _fake_tool(bin_dir, "helm", FAKE_HELM)
-    env = {"PATH": str(bin_dir), "FAKE_HELM_OUTPUT": str(outputs)}
+    _fake_tool(bin_dir, "helm", f"OUTPUTS = {str(outputs)!r}\n" + FAKE_HELM)
+    env = {"PATH": str(bin_dir)}
     result = cli_run.poolgate("scan", "charts", "--format", "json", cwd=root, env=env)
     assert result.returncode == 1, result.stderr
     findings = json.loads(result.stdout)["findings"]

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from scanner.model.imagerefs import kyverno_wildcard_matches, sigstore_glob_matches
 from scanner.suppress import parse_ignore
-from scanner.wildcards import Dialect, compile_pattern, matches
+from scanner.wildcards import AUTOMATON_LIMIT, Dialect, compile_pattern, matches
 
 TIMEOUT = 120  # seconds; each scan below takes about one. Only backtracking gets near it.
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -153,7 +153,7 @@ def test_each_dialect_keeps_its_meaning(
         (Dialect.FNMATCH, "*[a]" * 14 + "*!"),
     ],
 )
-@pytest.mark.parametrize("length", [60, 10_000])
+@pytest.mark.parametrize("length", [60, AUTOMATON_LIMIT - 1])
 def test_work_is_one_pass_at_most(dialect: Dialect, pattern: str, length: int) -> None:
     """Each character is read once at most, or each literal piece looked for once: a
     backtracking matcher tries the stars' splits of the text, exponentially many."""
@@ -179,6 +179,17 @@ def test_the_automaton_reads_each_character_once() -> None:
     ends = compile_pattern("x*a?*!", Dialect.KYVERNO)
     assert ends.match_steps("x" + "a" * 500 + "!") == (True, 500)
     assert ends.match_steps("y" + "a" * 500 + "!") == (False, 1)
+
+
+def test_the_automaton_refuses_texts_and_patterns_past_its_limit() -> None:
+    """Its work is text x pattern: past ``AUTOMATON_LIMIT`` characters of either, the
+    text does not match (an image no policy covers), and nothing is read."""
+    compiled = compile_pattern("*a?*", Dialect.KYVERNO)
+    assert compiled.match_steps("a" * AUTOMATON_LIMIT) == (True, AUTOMATON_LIMIT)
+    assert compiled.match_steps("a" * (AUTOMATON_LIMIT + 1)) == (False, 1)
+    long_pattern = compile_pattern("*a?" * (AUTOMATON_LIMIT // 2) + "*", Dialect.KYVERNO)
+    assert long_pattern.automaton is not None
+    assert long_pattern.match_steps("ab" * 3000) == (False, 1)
 
 
 # --- the attacks, as a pull request author writes them ---------------------------------
