@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from scanner.config import Config
 from scanner.inventory import KubeObject, is_mapping
-from scanner.model.selectors import label_value
+from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 
@@ -179,6 +179,8 @@ class _Targeting:
     ) -> None:
         self.known = bool(pools)
         self.indexes = [_PoolIndex(pool) for pool in pools]
+        self.by_label = LabelIndex([[member for _, member in pool.members] for pool in pools])
+        """Which pools a selection may reach, so that it is checked against those only."""
         self.others = others
         self.others_index: _OtherNodes | None = None
         """Built on first use: only a GPU workload that reaches no GPU pool needs it."""
@@ -210,9 +212,11 @@ class _Targeting:
         targets = self.computed.get(key)
         if targets is None:
             keys = _selection_keys(facts["podSpec"])
+            candidates = self.by_label.candidates(facts["podSpec"])
+            indexes = self.indexes if candidates is None else [self.indexes[i] for i in candidates]
             targets = self.computed[key] = [
                 target
-                for index in self.indexes
+                for index in indexes
                 if (target := _target(facts, requested, index, keys, self.config)) is not None
             ]
             if len(targets) == 1:
@@ -259,35 +263,36 @@ _NAMED: Final = 5
 """At most this many ``nonGpuMatches`` are named."""
 
 _SCAN_LIMIT: Final = 500
-"""Non-GPU Nodes a selection that names no label value (only ``Exists``, ``NotIn``,
+"""Non-GPU Nodes a selection that requires no label (only ``NotIn``, ``DoesNotExist``,
 ...) is checked against one by one; past that, their names are left out of the
 message rather than the cost growing with selections times nodes."""
 
 
 class _OtherNodes:
-    """``other_nodes`` indexed by label value, so that a selection is checked only
-    against the Nodes carrying a value it requires (``nonGpuMatches``): a thousand pods
-    pinned by ``kubernetes.io/hostname`` to a thousand names cost a lookup each, not a
-    pass over every Node. Declarations (few) are checked one by one."""
+    """``other_nodes`` indexed by label (``LabelIndex``), so that a selection is checked
+    only against the Nodes and declarations carrying a value it requires
+    (``nonGpuMatches``): a thousand pods pinned by ``kubernetes.io/hostname`` to a
+    thousand names cost a lookup each, not a pass over every Node."""
 
     def __init__(self, groups: Sequence[Pool]) -> None:
         self.declarations = [group for group in groups if group.facts["declaration"]]
-        self.members: list[tuple[str, KubeObject, Mapping[str, Any]]] = []
-        self.by_label: dict[tuple[str, str], list[int]] = {}
-        for group in groups:
-            if group.facts["declaration"]:
-                continue
-            for obj, member in group.members:
-                position = len(self.members)
-                self.members.append((_group_name(group.facts, obj), obj, member))
-                for label, values in member["labels"].items():
-                    for value in values:
-                        self.by_label.setdefault((label, value), []).append(position)
+        self.declared = LabelIndex(
+            [[member for _, member in group.members] for group in self.declarations]
+        )
+        self.members = [
+            (_group_name(group.facts, obj), obj, member)
+            for group in groups
+            if not group.facts["declaration"]
+            for obj, member in group.members
+        ]
+        self.nodes = LabelIndex([[member] for _, _, member in self.members])
 
     def matched(self, pod_spec: Mapping[str, Any]) -> list[str]:
+        found = self.declared.candidates(pod_spec)
+        declarations = self.declarations if found is None else [self.declarations[i] for i in found]
         names = {
             _group_name(group.facts, group.members[0][0])
-            for group in self.declarations
+            for group in declarations
             if any(
                 selects(pod_spec, member["labels"], declaration=True) for _, member in group.members
             )
@@ -299,37 +304,12 @@ class _OtherNodes:
         return sorted(names)[:_NAMED]
 
     def _candidates(self, pod_spec: Mapping[str, Any]) -> Sequence[int]:
-        """Members that carry a label value every placement requires: the rarest pair
-        of ``nodeSelector``, else the values of one ``In`` expression of each required
-        term; every member when the selection requires no value and there are few."""
-        selector = pod_spec.get("nodeSelector")
-        if isinstance(selector, Mapping) and selector:
-            lists = [self.by_label.get((str(k), label_value(v)), []) for k, v in selector.items()]
-            return min(lists, key=len)
-        terms = required_terms(pod_spec) or []
-        if terms:
-            chosen: set[int] = set()
-            for term in terms:
-                pinned = _first_in(term)
-                if pinned is None:
-                    break
-                label, values = pinned
-                for value in values:
-                    chosen.update(self.by_label.get((label, value), ()))
-            else:
-                return sorted(chosen)
+        """The Nodes that may match: those carrying a label value (or key) the selection
+        requires; every Node when it requires none and there are few."""
+        found = self.nodes.candidates(pod_spec)
+        if found is not None:
+            return found
         return range(len(self.members)) if len(self.members) <= _SCAN_LIMIT else ()
-
-
-def _first_in(term: Mapping[str, Any]) -> tuple[str, list[str]] | None:
-    """The label and values of a term's first ``In`` expression, if it has one."""
-    expressions = term.get("matchExpressions")
-    for expression in expressions if isinstance(expressions, list) else ():
-        if isinstance(expression, Mapping) and expression.get("operator") == "In":
-            values = expression.get("values")
-            if isinstance(values, list):
-                return str(expression.get("key", "")), [label_value(v) for v in values]
-    return None
 
 
 class _PoolIndex:
