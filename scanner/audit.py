@@ -14,11 +14,13 @@ Stages, in order:
    failing, or answers with something that is not a list is *unavailable*.
 3. **Evaluate** (``evaluate``): the capture becomes an inventory of ``cluster://``
    objects and goes through ``pipeline.evaluate_inventory`` with the audit time as
-   ``cluster.now``. Every unavailable kind becomes an error notification naming
-   the rules it stopped (exit code 3 when nothing else failed): a rule that joins
-   the kind does not run at all, an object rule that only matches it does not run
-   on those objects, so no finding ever rests on data the audit did not have, and
-   drift never calls a finding resolved that the audit could not see again.
+   ``cluster.now``, until the run's deadline (``scanner.deadline``): rules that did
+   not finish by then are named in an error notification (exit code 3). Every
+   unavailable kind becomes an error notification naming the rules it stopped
+   (exit code 3 when nothing else failed): a rule that joins the kind does not run
+   at all, an object rule that only matches it does not run on those objects, so no
+   finding ever rests on data the audit did not have, and drift never calls a
+   finding resolved that the audit could not see again.
 
 ``poolgate snapshot`` stops after stage 2 and writes the capture; ``poolgate
 audit --snapshot`` starts at stage 3 with a capture read from a file.
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import TextIO
 
 from scanner import forking
+from scanner.deadline import Deadline
 from scanner.engine import HelperContext
 from scanner.findings import Level, Notification
 from scanner.model.cluster import ClusterScope
@@ -338,10 +341,13 @@ def evaluate(
     *,
     now: datetime.datetime | None = None,
     helper: forking.Helper[HelperContext] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Report, Coverage]:
     """Run ``ruleset`` over a capture; durations are judged as of ``now`` (default:
     when the capture was taken). ``helper``: a process started before the capture was
-    read (``scanner.engine.start_helper``), which may take part of the evaluation."""
+    read (``scanner.engine.start_helper``), which may take part of the evaluation.
+    ``deadline``: the run's (``--deadline``); rules that did not finish by then are
+    named in an error notification and in ``report.stats.unfinished``."""
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
@@ -352,6 +358,7 @@ def evaluate(
         now=now or capture.captured_at,
         scope=ClusterScope(capture.context, capture.listed),
         helper=helper,
+        deadline=deadline,
     )
     return (
         replace(
