@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import forking
+from scanner import forking, redaction
 from scanner.deadline import Deadline
 from scanner.engine import HelperContext
 from scanner.findings import Level, Notification
@@ -186,6 +186,7 @@ class Coverage:
 def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     """Notifications for what the capture lacks, and the rules that lack keeps from running.
 
+    A rule that may read what a snapshot left out (``scanner.redaction``) does not run.
     A kind a rule ``reads`` (``Reads``) is missing when it was forbidden or failed, when
     a snapshot taken with other rules enabled did not list it, or when poolgate cannot
     list it at all (a user rule's kind outside its resource table). A kind the
@@ -198,8 +199,50 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     """
     active = [rule for rule in rules if not rule.builtin]
     relation = {rule.id: reads(rule) for rule in active}
-    if capture.listed is None:
-        return _dump_coverage(capture, active, relation)
+    found = (
+        _dump_coverage(capture, active, relation)
+        if capture.listed is None
+        else _listed_coverage(capture, capture.listed, rules, active, relation)
+    )
+    omitted = _omitted(capture, active)
+    if not omitted:
+        return found
+    return Coverage(
+        (*found.notifications, *omitted.notifications),
+        found.blocked | omitted.blocked,
+        found.unseen,
+    )
+
+
+def _omitted(capture: Capture, active: Sequence[Rule]) -> Coverage | None:
+    """The rules that may read what the snapshot left out (``scanner.redaction``) do not
+    run: an error notification for each thing left out names them."""
+    notes = []
+    blocked: set[str] = set()
+    for what, ids in redaction.readers(active, capture.omitted).items():
+        blocked.update(ids)
+        read = {kind for rule in active if rule.id in ids for kind in reads(rule).kinds}
+        names = sorted(capture.omitted[what] & read)
+        kinds = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        notes.append(
+            Notification(
+                Level.ERROR,
+                f"the snapshot left out {redaction.WHAT.get(what, what)} of {kinds} (the "
+                f"rules it was taken with do not read them); rules that may read them did "
+                f"not run: {', '.join(ids)}; take a new snapshot with these rules enabled",
+            )
+        )
+    return Coverage(tuple(notes), frozenset(blocked), frozenset()) if notes else None
+
+
+def _listed_coverage(
+    capture: Capture,
+    listed: frozenset[KindKey],
+    rules: Sequence[Rule],
+    active: Sequence[Rule],
+    relation: Mapping[str, Reads],
+) -> Coverage:
+    """``coverage`` of a snapshot (or live capture) that records what it listed."""
     notes: list[Notification] = []
     blocked: set[str] = set()
     unseen: set[tuple[str, str]] = set()
@@ -208,7 +251,7 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
         missing.setdefault(item.key, []).append(item)
     older: list[KindKey] = []
     for resource in plan(rules):
-        if resource.key not in capture.listed and resource.key not in missing:
+        if resource.key not in listed and resource.key not in missing:
             if resource.since > capture.revision:
                 older.append(resource.key)
                 continue

@@ -530,11 +530,14 @@ def snapshot_command(
     """Write the objects the enabled rules need (never Secrets) to one JSON List.
 
     `poolgate audit --snapshot FILE` audits it later, anywhere, with the same
-    findings a live audit would have given at capture time.
+    findings a live audit would have given at capture time. Literal env values and
+    the last-applied-configuration annotation are left out where no enabled rule
+    reads them; the file is readable by its owner only.
     """
     from functools import partial
 
-    from scanner import output
+    from scanner import audit as auditing
+    from scanner import output, redaction
     from scanner.sources import snapshot
 
     destination = output.Destination("json", output_file)
@@ -544,7 +547,9 @@ def snapshot_command(
     capture = _read_live(
         ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
     )
-    output.write(destination, partial(snapshot.write, capture))
+    capture.omitted = redaction.plan(ruleset.rules, auditing.plan(ruleset.rules))
+    redaction.apply(capture.objects, capture.omitted)
+    output.write(destination, partial(snapshot.write, capture), private=True)
     for item in capture.unavailable:
         where = f" in namespace {item.namespace}" if item.namespace else ""
         _warn(
