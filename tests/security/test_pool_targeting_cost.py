@@ -1,0 +1,99 @@
+"""Pools x workloads is not quadratic (issue 21, item 12): a pull request with 4,000
+Karpenter NodePools and 4,000 Deployments, each pinned to its own pool, took 31 s,
+one selector check per pair (16 million). Workloads reach pools through a label
+index; the pairs examined are counted, not timed: about one per workload.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scanner.cli import run
+from scanner.model import pools
+
+COUNT = 4_000
+
+NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: gpu-{i}}}
+spec:
+  template:
+    metadata:
+      labels: {{pool: gpu-{i}, sku: h100}}
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}
+      requirements:
+        - {{key: karpenter.k8s.aws/instance-gpu-name, operator: In, values: [h100]}}
+      taints: [{{key: nvidia.com/gpu, effect: NoSchedule}}]
+"""
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: app-{i}, namespace: team-{team}}}
+spec:
+  selector: {{matchLabels: {{app: app-{i}}}}}
+  template:
+    metadata: {{labels: {{app: app-{i}}}}}
+    spec:
+      runtimeClassName: nvidia
+      {selection}
+      tolerations: [{{key: {tolerated}, operator: Exists}}]
+      containers: [{{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+"""
+
+SELECTIONS = (
+    "nodeSelector: {{pool: gpu-{i}}}",
+    "nodeSelector: {{karpenter.sh/nodepool: gpu-{i}}}",  # the label Karpenter gives nodes
+    "affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: "
+    "{{nodeSelectorTerms: [{{matchExpressions: [{{key: pool, operator: In, values: [gpu-{i}]}}]}}]}}}}}}",
+)
+
+
+def test_thousands_of_pools_and_workloads_cost_a_pair_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "nodepools.yaml").write_text(
+        "---\n".join(NODEPOOL.format(i=i) for i in range(COUNT))
+    )
+    (tmp_path / "workloads.yaml").write_text(
+        "---\n".join(
+            DEPLOYMENT.format(
+                i=i,
+                team=i % 20,
+                selection=SELECTIONS[i % 3].format(i=i),
+                # Every tenth does not tolerate its pool's taint: PG105 names the pool.
+                tolerated="other" if i % 10 == 0 else "nvidia.com/gpu",
+            )
+            for i in range(COUNT)
+        )
+    )
+    examined = 0
+    real = pools._target
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal examined
+        examined += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pools, "_target", counted)
+    monkeypatch.setenv("POOLGATE_JOBS", "1")  # one process: every pair is counted here
+    out = tmp_path / "report.json"
+    code = run(["scan", str(tmp_path), "--format", "json", "--output", str(out)])
+    assert code == 1  # findings (no Namespaces in scope, images not pinned, ...)
+    report = json.loads(out.read_text())
+    assert report["summary"]["objects"] == 2 * COUNT
+    # Every Deployment reaches its own pool, and only it.
+    untolerated = {
+        f["object"]["name"]: f["message"] for f in report["findings"] if f["ruleId"] == "PG105"
+    }
+    assert sorted(untolerated) == sorted(f"app-{i}" for i in range(0, COUNT, 10))
+    for name, message in untolerated.items():
+        pool = name.replace("app-", "gpu-")
+        assert f"{pool}: nvidia.com/gpu:NoSchedule" in message, message
+    assert examined <= 2 * COUNT  # pair by pair: 16,000,000
