@@ -14,10 +14,10 @@ the search and changes no answer.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,7 @@ from scanner.config import Config
 from scanner.model import build_model, pools
 from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import selects
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.snapshot import Capture, to_inventory
 
 KEYS = [
     "pool",
@@ -223,8 +223,9 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 def _joined(objects: list[dict[str, Any]]) -> Any:
-    text = yaml.safe_dump_all(objects)
-    model = build_model(parse_stream(text, "cluster.yaml"), Config(), defer=False)
+    # As an audit reads them (no YAML: its caches would grow with every example).
+    capture = Capture("test", datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), objects)
+    model = build_model(to_inventory(capture), Config(), defer=False)
     return (
         [
             (w.obj.name, w.facts["targets"], w.facts["nonGpuMatches"], w.facts["diagnosis"])
