@@ -9,14 +9,13 @@ subprocess with a generous timeout, and must find what it should.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from cli_run import poolgate
-
-from scanner.cli import run
-from scanner.model import pools
+from cli_run import ROOT, poolgate
 
 NODEPOOL = """\
 apiVersion: karpenter.sh/v1
@@ -87,26 +86,47 @@ def _check(report: dict[str, Any], count: int) -> None:
         assert f"{pool}: nvidia.com/gpu:NoSchedule" in message, message
 
 
-def test_pools_and_workloads_cost_a_pair_each(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+COUNTING = """\
+import json, sys
+from scanner.cli import run
+from scanner.model import pools
+
+examined = 0
+real = pools._target
+
+
+def counted(*args, **kwargs):
+    global examined
+    examined += 1
+    return real(*args, **kwargs)
+
+
+pools._target = counted
+code = run(["scan", sys.argv[1], "--format", "json", "--output", sys.argv[2]])
+print(json.dumps({"code": code, "examined": examined}))
+"""
+"""``poolgate scan`` counting the workload-pool pairs it examines (``pools._target``),
+in a process of its own: the scan's memory is not the test process's."""
+
+
+def test_pools_and_workloads_cost_a_pair_each(tmp_path: Path) -> None:
     count = 1_000
     _write(tmp_path, count)
-    examined = 0
-    real = pools._target
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        nonlocal examined
-        examined += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pools, "_target", counted)
-    monkeypatch.setenv("POOLGATE_JOBS", "1")  # one process: every pair is counted here
     out = tmp_path / "report.json"
-    code = run(["scan", str(tmp_path), "--format", "json", "--output", str(out)])
-    assert code == 1  # findings (no Namespaces in scope, images not pinned, ...)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "POOLGATE_JOBS": "1"}
+    counting = subprocess.run(
+        [sys.executable, "-c", COUNTING, str(tmp_path), str(out)],
+        capture_output=True,
+        text=True,
+        env=environment,  # one process: every pair is counted there
+        timeout=300,
+        check=False,
+    )
+    assert counting.returncode == 0, counting.stderr
+    result = json.loads(counting.stdout)
+    assert result["code"] == 1  # findings (no Namespaces in scope, images not pinned, ...)
     _check(json.loads(out.read_text()), count)
-    assert examined <= 2 * count  # pair by pair: 1,000,000
+    assert result["examined"] <= 2 * count  # pair by pair: 1,000,000
 
 
 def test_the_issues_four_thousand_pools_and_workloads(tmp_path: Path) -> None:
