@@ -5,8 +5,11 @@ pool label present (config ``poolLabels``); a declaration's own name is its pool
 name; GPU nodes without any pool label form the *unpooled* group (name ``""``).
 Workloads are joined to pools once, here, with indexes: each GPU workload gets
 ``targets`` (one entry per GPU pool its node selection admits) and each pool gets
-its ``tenants`` and their trust domains. Cost is workloads x pools, never
-workloads x nodes.
+its ``tenants`` and their trust domains. A selection is checked only against the
+pools whose members carry the labels it requires (``scanner.model.labelindex``), so
+the cost follows the pairs that may match, never workloads x nodes: a selection that
+requires no label (none, or only ``NotIn`` and ``DoesNotExist``) may match every
+pool, and is checked against each, once per distinct selection.
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ def attach_targets(
     another namespace shows its namespace as its trust domain, but a pool's
     ``trustDomains`` count only known ones. Cost stays near linear: workloads with the same node
     selection, tolerations and GPU resource names (the replicas of one controller, the
-    pods of one Job) share one computation, and each pool is matched through its
+    pods of one Job) share one computation, a selection is checked only against the
+    pools a label index says it may reach, and each pool is matched through its
     distinct member classes — members that look the same to the labels the selection
     names — rather than node by node.
     """
