@@ -32,6 +32,7 @@ from scanner.findings import (
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
+from scanner.model.pools import MAX_REACH
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, bundled_rules_dir, load_rules, select
 from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, find_repo_root, load_paths
@@ -236,6 +237,8 @@ def _evaluate_model(
         for note in (*inventory.warnings, *model.unchecked)
     ]
     notifications.extend(context_notes)
+    if model.unfollowed:
+        notifications.append(_unfollowed(model.unfollowed))
     if evaluation.unfinished and deadline is not None:
         notifications.append(_unfinished(evaluation.unfinished, deadline))
     invalid_rule = by_id.get(suppress.INVALID_RULE)
@@ -262,6 +265,18 @@ def _evaluate_model(
             subjects=evaluation.subjects,
             unfinished=evaluation.unfinished,
         ),
+    )
+
+
+def _unfollowed(workloads: Sequence[str]) -> Notification:
+    shown = ", ".join(workloads[:3]) + (
+        f" and {len(workloads) - 3} more" if len(workloads) > 3 else ""
+    )
+    return Notification(
+        Level.ERROR,
+        f"the node selection of {len(workloads)} GPU workload(s) ({shown}) may reach more "
+        f"than {MAX_REACH} GPU pools, more than poolgate follows: the rules about their "
+        "pools did not judge them; select a label fewer pools carry (sku, pool)",
     )
 
 

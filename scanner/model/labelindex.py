@@ -16,7 +16,10 @@ A pool declaration is undecided on a runtime label it does not list
 (``targeting.runtime_label``: that label matches whatever it asks), so a requirement
 on such a key also admits the declarations that lack it. The nodeSelector's and each
 affinity term's most selective requirement is used; the terms are ORed, so a term
-that nothing narrows leaves every entry a candidate.
+that nothing narrows leaves every entry a candidate. A caller that bounds its work
+gives a ``limit``: past it the candidates are not listed (as if nothing narrowed),
+and finding that out costs at most the limit for each value the selection names,
+however many entries carry them.
 """
 
 from __future__ import annotations
@@ -66,26 +69,29 @@ class LabelIndex:
                 for key in declared:
                     self.covered[key] = self.covered.get(key, 0) + 1
 
-    def candidates(self, pod_spec: Mapping[str, Any]) -> Sequence[int] | None:
+    def candidates(
+        self, pod_spec: Mapping[str, Any], limit: int | None = None
+    ) -> Sequence[int] | None:
         """Ascending positions of the entries that may hold a member the pod's required
         node selection admits (module docstring); None when it narrows nothing, and
-        every entry may."""
-        best = self._node_selector(pod_spec.get("nodeSelector"))
+        every entry may, or when it narrows to more than ``limit`` entries (so a caller
+        that bounds its work learns so without their list being built)."""
+        best = self._node_selector(pod_spec.get("nodeSelector"), limit)
         terms = required_terms(pod_spec)
         if terms is not None:
-            by_terms = self._terms(terms)
+            by_terms = self._terms(terms, limit)
             if by_terms is not None and (best is None or len(by_terms) < len(best)):
                 best = by_terms
         return best
 
-    def _node_selector(self, node_selector: object) -> list[int] | None:
+    def _node_selector(self, node_selector: object, limit: int | None) -> Sequence[int] | None:
         if not isinstance(node_selector, Mapping):
             return None
         return self._narrowest(
-            [(str(key), [label_value(value)]) for key, value in node_selector.items()]
+            [(str(key), [label_value(value)]) for key, value in node_selector.items()], limit
         )
 
-    def _terms(self, terms: Sequence[Mapping[str, Any]]) -> list[int] | None:
+    def _terms(self, terms: Sequence[Mapping[str, Any]], limit: int | None) -> list[int] | None:
         """The union over the ORed terms; None when one of them narrows nothing."""
         found: set[int] = set()
         for term in terms:
@@ -105,16 +111,20 @@ class LabelIndex:
                     wanted.append((key, [label_value(v) for v in listed]))
                 elif operator in _NARROWING_BY_KEY:
                     wanted.append((key, None))
-            narrowest = self._narrowest(wanted)
+            narrowest = self._narrowest(wanted, limit)
             if narrowest is None:
                 return None
             found.update(narrowest)
+            if limit is not None and len(found) > limit:
+                return None
         return sorted(found)
 
-    def _narrowest(self, wanted: Sequence[tuple[str, list[str] | None]]) -> list[int] | None:
+    def _narrowest(
+        self, wanted: Sequence[tuple[str, list[str] | None]], limit: int | None
+    ) -> Sequence[int] | None:
         """The fewest entries among the requirements ``wanted``, each a key and the
         values one of which a node must carry (None: any value); all of them must
-        hold. None when ``wanted`` is empty."""
+        hold. None when ``wanted`` is empty, or the fewest are more than ``limit``."""
         best: tuple[int, str, list[str] | None] | None = None
         for key, values in wanted:
             if values is None:
@@ -132,13 +142,21 @@ class LabelIndex:
             lists = [self.by_key.get(key, [])]
         else:
             lists = [self.by_value.get((key, v), []) for v in values]
-        if runtime_label(key) and self.covered.get(key, 0) < len(self.declared):
+        undecided = len(self.declared) - self.covered.get(key, 0) if runtime_label(key) else 0
+        if limit is not None and max([undecided, *map(len, lists)]) > limit:
+            return None  # more than ``limit`` whatever the others hold
+        if undecided:
             lists.append(
                 [p for p, keys in zip(self.declared, self.common, strict=True) if key not in keys]
             )
         if len(lists) == 1:
             return lists[0]
-        return sorted(set().union(*lists))
+        found: set[int] = set()
+        for positions in lists:
+            found.update(positions)
+            if limit is not None and len(found) > limit:
+                return None
+        return sorted(found)
 
 
 def _add(index: dict[_K, list[int]], key: _K, position: int) -> None:

@@ -105,6 +105,7 @@ def attach_targets(
     config: Config,
     trust_domain: Mapping[str, str],
     others: Sequence[Pool] = (),
+    unfollowed: dict[str, None] | None = None,
 ) -> Join:
     """Give every workload its ``targets`` (none unless it is a GPU workload),
     ``nonGpuMatches`` and ``diagnosis``, and every pool its ``tenants``; a deferred
@@ -120,9 +121,13 @@ def attach_targets(
     pods of one Job) share one computation, a selection is checked only against the
     pools a label index says it may reach, and each pool is matched through its
     distinct member classes — members that look the same to the labels the selection
-    names — rather than node by node.
+    names — rather than node by node. A GPU workload whose selection may reach more
+    than ``MAX_REACH`` pools is not followed (``poolsKnown`` false): its
+    ``Kind namespace/name`` goes into ``unfollowed``.
     """
     targeting = _Targeting(pools, config, trust_domain, others)
+    if unfollowed is not None:
+        targeting.unfollowed = unfollowed
     complete = []
     for workload in workloads:
         if workload.deferred is None:
@@ -166,6 +171,15 @@ def attach_targets(
     return join
 
 
+MAX_REACH: Final = 100
+"""GPU pools a workload's node selection is followed to. A selection that may reach
+more (there are more GPU pools than this, and it requires no label that fewer of
+them carry) is not followed: the workload's pools count as unknown (``poolsKnown``
+false, so the rules about its pools do not judge it) and the run says so
+(``Model.unfollowed``), rather than every such workload costing a target per pool,
+in the model and in every rule that reads ``targets``."""
+
+
 class _Targeting:
     """The GPU pools a workload's node selection, tolerations and resource names admit.
 
@@ -195,11 +209,26 @@ class _Targeting:
         self.computed: dict[str, list[dict[str, Any]]] = {}
         self.pools = {pool.facts["name"]: pool.facts for pool in pools}
         self.finished = False
+        self.wide = len(pools) > MAX_REACH
+        """Whether a selection may reach more than ``MAX_REACH`` pools at all."""
+        self.unfollowed: dict[str, None] = {}
+        """``Kind namespace/name`` of the GPU workloads not followed (``MAX_REACH``)."""
 
     def place(self, facts: dict[str, Any]) -> None:
         """Set ``poolsKnown`` and ``trustDomain`` on one workload's facts."""
-        facts["poolsKnown"] = self.known
+        facts["poolsKnown"] = self.known and self._followed(facts)
         facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
+
+    def _followed(self, facts: Mapping[str, Any]) -> bool:
+        """Whether the workload's selection is followed to pools (``MAX_REACH``): from
+        its pod spec alone (an instance fact), so a deferred workload is judged the
+        same before and after it completes."""
+        if not self.wide or not facts["gpu"]:
+            return True
+        if self.by_label.candidates(facts["podSpec"], MAX_REACH) is not None:
+            return True
+        self.unfollowed[f"{facts['kind']} {facts['namespace']}/{facts['name']}"] = None
+        return False
 
     def target(self, facts: dict[str, Any]) -> None:
         """Set ``poolsKnown``, ``trustDomain``, ``targets`` and ``nonGpuMatches`` on one
@@ -209,14 +238,14 @@ class _Targeting:
         facts["nonGpuMatches"] = []
         # Kueue adds its flavor's node labels and tolerations at admission
         # (scanner/model/queues.py): the template's own placement is not where it runs.
-        if not facts["gpu"] or not self.known or facts.get("queuedPlacement"):
+        if not facts["gpu"] or not facts["poolsKnown"] or facts.get("queuedPlacement"):
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
         key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
         targets = self.computed.get(key)
         if targets is None:
             keys = _selection_keys(facts["podSpec"])
-            candidates = self.by_label.candidates(facts["podSpec"])
+            candidates = self.by_label.candidates(facts["podSpec"], MAX_REACH)
             indexes = self.indexes if candidates is None else [self.indexes[i] for i in candidates]
             targets = self.computed[key] = [
                 target
@@ -267,9 +296,10 @@ _NAMED: Final = 5
 """At most this many ``nonGpuMatches`` are named."""
 
 _SCAN_LIMIT: Final = 500
-"""Non-GPU Nodes a selection that requires no label (only ``NotIn``, ``DoesNotExist``,
-...) is checked against one by one; past that, their names are left out of the
-message rather than the cost growing with selections times nodes."""
+"""Non-GPU Nodes (and declarations) a selection is checked against one by one: those
+carrying a label value it requires, or all of them when it requires none (only
+``NotIn``, ``DoesNotExist``, ...); past that, their names are left out of the message
+rather than the cost growing with selections times nodes."""
 
 
 class _OtherNodes:
@@ -292,8 +322,12 @@ class _OtherNodes:
         self.nodes = LabelIndex([[member] for _, _, member in self.members])
 
     def matched(self, pod_spec: Mapping[str, Any]) -> list[str]:
-        found = self.declared.candidates(pod_spec)
-        declarations = self.declarations if found is None else [self.declarations[i] for i in found]
+        found = self.declared.candidates(pod_spec, _SCAN_LIMIT)
+        if found is None:
+            many = len(self.declarations) > _SCAN_LIMIT
+            declarations = [] if many else self.declarations
+        else:
+            declarations = [self.declarations[i] for i in found]
         names = {
             _group_name(group.facts, group.members[0][0])
             for group in declarations
@@ -309,8 +343,9 @@ class _OtherNodes:
 
     def _candidates(self, pod_spec: Mapping[str, Any]) -> Sequence[int]:
         """The Nodes that may match: those carrying a label value (or key) the selection
-        requires; every Node when it requires none and there are few."""
-        found = self.nodes.candidates(pod_spec)
+        requires; every Node when it requires none and there are few; none when either
+        is more than ``_SCAN_LIMIT``."""
+        found = self.nodes.candidates(pod_spec, _SCAN_LIMIT)
         if found is not None:
             return found
         return range(len(self.members)) if len(self.members) <= _SCAN_LIMIT else ()

@@ -100,6 +100,12 @@ def test_candidates_hold_every_entry_the_selection_admits(
     if candidates is not None:
         assert list(candidates) == sorted(set(candidates))
         assert set(admitted) <= set(candidates), (admitted, candidates)
+    # With a limit: the same list when it holds no more, else none.
+    limited = index.candidates(pod_spec, 2)
+    if candidates is None or len(candidates) > 2:
+        assert limited is None
+    else:
+        assert limited == candidates
 
 
 def test_a_selection_on_a_label_value_reaches_only_entries_carrying_it() -> None:
@@ -123,6 +129,67 @@ def test_a_selection_on_a_label_value_reaches_only_entries_carrying_it() -> None
     assert index.candidates(_affinity([absent])) is None
     assert index.candidates(_affinity([absent, exists])) == [0, 1, 2, 3]
     assert index.candidates({}) is None
+
+
+def test_a_workload_that_may_reach_too_many_pools_is_not_followed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``MAX_REACH`` pools a selection is not followed: its pools are unknown
+    (no targets, no diagnosis, no tenant), and the model names the workload."""
+    monkeypatch.setattr(pools, "MAX_REACH", 2)
+    nodepools = [
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": f"gpu-{i}"},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"pool": f"gpu-{i}", "sku": "h100" if i else "l4"}},
+                    "spec": {"requirements": [_GPU_REQUIREMENT]},
+                }
+            },
+        }
+        for i in range(3)
+    ]
+    selections = {
+        "pinned": {"nodeSelector": {"pool": "gpu-1"}},
+        "h100": {"nodeSelector": {"sku": "h100"}},  # two pools: at the limit
+        "anywhere": {},
+        "not-l4": _affinity([{"key": "sku", "operator": "NotIn", "values": ["l4"]}]),
+    }
+    workloads = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {
+                **selection,
+                "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            },
+        }
+        for name, selection in selections.items()
+    ]
+    capture = Capture("test", datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
+    capture.objects = [*nodepools, *workloads]
+    model = build_model(to_inventory(capture), Config(), defer=False)
+    facts = {w.obj.name: w.facts for w in model.workloads}
+    assert [t["pool"] for t in facts["pinned"]["targets"]] == ["gpu-1"]
+    assert [t["pool"] for t in facts["h100"]["targets"]] == ["gpu-1", "gpu-2"]
+    for name in ("anywhere", "not-l4"):  # every pool may admit them: not followed
+        assert (facts[name]["poolsKnown"], facts[name]["targets"]) == (False, [])
+        assert facts[name]["diagnosis"] == ""
+    assert model.unfollowed == ["Pod ml/anywhere", "Pod ml/not-l4"]
+    monkeypatch.setattr(pools, "MAX_REACH", 100)
+    model = build_model(to_inventory(capture), Config(), defer=False)
+    assert not model.unfollowed
+    assert all(len(w.facts["targets"]) >= 1 for w in model.workloads)
+
+
+_GPU_REQUIREMENT = {
+    "key": "karpenter.k8s.aws/instance-gpu-name",
+    "operator": "In",
+    "values": ["h100"],
+}
 
 
 def _affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
@@ -242,7 +309,7 @@ def test_targets_through_the_index_are_those_of_the_plain_join(
 ) -> None:
     indexed = _joined(objects)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(LabelIndex, "candidates", lambda self, pod_spec: None)
+        patch.setattr(LabelIndex, "candidates", lambda self, pod_spec, limit=None: None)
         plain = _joined(objects)
     assert indexed == plain
 

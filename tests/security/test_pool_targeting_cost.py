@@ -102,20 +102,18 @@ def counted(*args, **kwargs):
 
 
 pools._target = counted
-code = run(["scan", sys.argv[1], "--format", "json", "--output", sys.argv[2]])
+code = run(["scan", *sys.argv[1:]])
 print(json.dumps({"code": code, "examined": examined}))
 """
-"""``poolgate scan`` counting the workload-pool pairs it examines (``pools._target``),
-in a process of its own: the scan's memory is not the test process's."""
+"""``poolgate scan ARGS`` counting the workload-pool pairs it examines
+(``pools._target``), in a process of its own: the scan's memory is not the test
+process's."""
 
 
-def test_pools_and_workloads_cost_a_pair_each(tmp_path: Path) -> None:
-    count = 1_000
-    _write(tmp_path, count)
-    out = tmp_path / "report.json"
+def _counted_scan(*args: str) -> dict[str, Any]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "POOLGATE_JOBS": "1"}
     counting = subprocess.run(
-        [sys.executable, "-c", COUNTING, str(tmp_path), str(out)],
+        [sys.executable, "-c", COUNTING, *args],
         capture_output=True,
         text=True,
         env=environment,  # one process: every pair is counted there
@@ -123,10 +121,62 @@ def test_pools_and_workloads_cost_a_pair_each(tmp_path: Path) -> None:
         check=False,
     )
     assert counting.returncode == 0, counting.stderr
-    result = json.loads(counting.stdout)
+    result: dict[str, Any] = json.loads(counting.stdout)
+    return result
+
+
+def test_pools_and_workloads_cost_a_pair_each(tmp_path: Path) -> None:
+    count = 1_000
+    _write(tmp_path, count)
+    out = tmp_path / "report.json"
+    result = _counted_scan(str(tmp_path), "--format", "json", "--output", str(out))
     assert result["code"] == 1  # findings (no Namespaces in scope, images not pinned, ...)
     _check(json.loads(out.read_text()), count)
     assert result["examined"] <= 2 * count  # pair by pair: 1,000,000
+
+
+UNSELECTIVE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: app-{i}, namespace: ml}}
+spec:
+  selector: {{matchLabels: {{app: app-{i}}}}}
+  template:
+    metadata: {{labels: {{app: app-{i}}}}}
+    spec:
+      tolerations: [{{key: other-{i}, operator: Exists}}]
+      containers: [{{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+"""
+"""A GPU Deployment that selects nothing (every GPU pool admits it), each with a
+toleration of its own (so no two share a computation)."""
+
+
+def test_workloads_that_select_no_pool_are_not_followed_to_every_pool(tmp_path: Path) -> None:
+    """Found in review: with no node selection every workload reaches every pool, so
+    1,000 x 1,000 was a million targets (21 s, 1.2 GB) and 4,000 x 4,000 would not
+    fit in memory. Past ``MAX_REACH`` pools a selection is not followed, and the run
+    says so (error, exit 3) instead."""
+    count = 1_000
+    (tmp_path / "nodepools.yaml").write_text(
+        "---\n".join(NODEPOOL.format(i=i) for i in range(count))
+    )
+    (tmp_path / "workloads.yaml").write_text(
+        "---\n".join(UNSELECTIVE.format(i=i) for i in range(count))
+    )
+    out = tmp_path / "report.json"
+    args = ("--fail-on", "never", "--format", "json", "--output", str(out))
+    result = _counted_scan(str(tmp_path), *args)
+    assert result["code"] == 3
+    assert result["examined"] == 0  # pair by pair: 1,000,000
+    report = json.loads(out.read_text())
+    (note,) = [n for n in report["notifications"] if "GPU pools" in n["message"]]
+    assert note["level"] == "error"
+    assert note["message"].startswith(
+        "the node selection of 1000 GPU workload(s) (Deployment ml/app-0, Deployment "
+        "ml/app-1, Deployment ml/app-2 and 997 more) may reach more than 100 GPU pools"
+    )
+    # Their pools are unknown, not absent: no "selects no GPU pool" or taint finding.
+    assert not [f for f in report["findings"] if f["ruleId"] in ("PG105", "PG106", "PG201")]
 
 
 def test_the_issues_four_thousand_pools_and_workloads(tmp_path: Path) -> None:
