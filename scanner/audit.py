@@ -14,11 +14,13 @@ Stages, in order:
    failing, or answers with something that is not a list is *unavailable*.
 3. **Evaluate** (``evaluate``): the capture becomes an inventory of ``cluster://``
    objects and goes through ``pipeline.evaluate_inventory`` with the audit time as
-   ``cluster.now``. Every unavailable kind becomes an error notification naming
-   the rules it stopped (exit code 3 when nothing else failed): a rule that joins
-   the kind does not run at all, an object rule that only matches it does not run
-   on those objects, so no finding ever rests on data the audit did not have, and
-   drift never calls a finding resolved that the audit could not see again.
+   ``cluster.now``, until the run's deadline (``scanner.deadline``): rules that did
+   not finish by then are named in an error notification (exit code 3). Every
+   unavailable kind becomes an error notification naming the rules it stopped
+   (exit code 3 when nothing else failed): a rule that joins the kind does not run
+   at all, an object rule that only matches it does not run on those objects, so no
+   finding ever rests on data the audit did not have, and drift never calls a
+   finding resolved that the audit could not see again.
 
 ``poolgate snapshot`` stops after stage 2 and writes the capture; ``poolgate
 audit --snapshot`` starts at stage 3 with a capture read from a file.
@@ -33,7 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import forking
+from scanner import forking, redaction
+from scanner.deadline import Deadline
 from scanner.engine import HelperContext
 from scanner.errors import printable
 from scanner.findings import Level, Notification
@@ -187,6 +190,7 @@ class Coverage:
 def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     """Notifications for what the capture lacks, and the rules that lack keeps from running.
 
+    A rule that may read what a snapshot left out (``scanner.redaction``) does not run.
     A kind a rule ``reads`` (``Reads``) is missing when it was forbidden or failed, when
     a snapshot taken with other rules enabled did not list it, or when poolgate cannot
     list it at all (a user rule's kind outside its resource table). A kind the
@@ -199,8 +203,50 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     """
     active = [rule for rule in rules if not rule.builtin]
     relation = {rule.id: reads(rule) for rule in active}
-    if capture.listed is None:
-        return _dump_coverage(capture, active, relation)
+    found = (
+        _dump_coverage(capture, active, relation)
+        if capture.listed is None
+        else _listed_coverage(capture, capture.listed, rules, active, relation)
+    )
+    omitted = _omitted(capture, active)
+    if not omitted:
+        return found
+    return Coverage(
+        (*found.notifications, *omitted.notifications),
+        found.blocked | omitted.blocked,
+        found.unseen,
+    )
+
+
+def _omitted(capture: Capture, active: Sequence[Rule]) -> Coverage | None:
+    """The rules that may read what the snapshot left out (``scanner.redaction``) do not
+    run: an error notification for each thing left out names them."""
+    notes = []
+    blocked: set[str] = set()
+    for what, ids in redaction.readers(active, capture.omitted).items():
+        blocked.update(ids)
+        read = {kind for rule in active if rule.id in ids for kind in reads(rule).kinds}
+        names = sorted(capture.omitted[what] & read)
+        kinds = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        notes.append(
+            Notification(
+                Level.ERROR,
+                f"the snapshot left out {redaction.WHAT.get(what, what)} of {kinds} (the "
+                f"rules it was taken with do not read them); rules that may read them did "
+                f"not run: {', '.join(ids)}; take a new snapshot with these rules enabled",
+            )
+        )
+    return Coverage(tuple(notes), frozenset(blocked), frozenset()) if notes else None
+
+
+def _listed_coverage(
+    capture: Capture,
+    listed: frozenset[KindKey],
+    rules: Sequence[Rule],
+    active: Sequence[Rule],
+    relation: Mapping[str, Reads],
+) -> Coverage:
+    """``coverage`` of a snapshot (or live capture) that records what it listed."""
     notes: list[Notification] = []
     blocked: set[str] = set()
     unseen: set[tuple[str, str]] = set()
@@ -209,7 +255,7 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
         missing.setdefault(item.key, []).append(item)
     older: list[KindKey] = []
     for resource in plan(rules):
-        if resource.key not in capture.listed and resource.key not in missing:
+        if resource.key not in listed and resource.key not in missing:
             if resource.since > capture.revision:
                 older.append(resource.key)
                 continue
@@ -342,10 +388,13 @@ def evaluate(
     *,
     now: datetime.datetime | None = None,
     helper: forking.Helper[HelperContext] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Report, Coverage]:
     """Run ``ruleset`` over a capture; durations are judged as of ``now`` (default:
     when the capture was taken). ``helper``: a process started before the capture was
-    read (``scanner.engine.start_helper``), which may take part of the evaluation."""
+    read (``scanner.engine.start_helper``), which may take part of the evaluation.
+    ``deadline``: the run's (``--deadline``); rules that did not finish by then are
+    named in an error notification and in ``report.stats.unfinished``."""
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
@@ -356,6 +405,7 @@ def evaluate(
         now=now or capture.captured_at,
         scope=ClusterScope(capture.context, capture.listed),
         helper=helper,
+        deadline=deadline,
     )
     return (
         replace(

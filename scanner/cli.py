@@ -334,8 +334,10 @@ cluster_options = [
         callback=_finite,
         default=2700.0,
         show_default=True,
-        help="Seconds reading the cluster may take in all; kinds not read by then are "
-        "reported as not read (exit code 3). Keep it under the Job's activeDeadlineSeconds.",
+        help="Seconds the whole command may take. Reading the cluster stops after 90% of it "
+        "in an audit (all of it in a snapshot), and kinds not read by then are reported as "
+        "not read; an audit's rules not finished at the deadline are named (exit code 3 "
+        "either way). Keep it under the Job's activeDeadlineSeconds.",
     ),
     click.option(
         "--enable",
@@ -460,11 +462,13 @@ def audit(
 
     from scanner import audit as auditing
     from scanner import drift, output, pipeline
+    from scanner.deadline import READING_SHARE, Deadline
     from scanner.engine import start_helper
     from scanner.errors import UsageError
     from scanner.reporters import writer_for
     from scanner.sources import snapshot
 
+    run_deadline = Deadline.after(deadline)
     destinations = output.pair(formats, outputs, _default_format())
     if snapshot_file is not None and kubeconfig is not None:
         raise UsageError("--snapshot and --kubeconfig exclude each other")
@@ -485,10 +489,13 @@ def audit(
         if snapshot_file is not None:
             capture = snapshot.read(snapshot_file, kube_context)
         else:
+            reading = deadline * READING_SHARE  # the rest is the rules' (scanner/deadline.py)
             capture = _read_live(
-                ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
+                ruleset, kubeconfig, kube_context, page_size, request_timeout, reading, progress
             )
-        report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
+        report, coverage = auditing.evaluate(
+            capture, ruleset, now=now, helper=helper, deadline=run_deadline
+        )
         report = replace(report, policy=record)
         lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
     finally:
@@ -496,7 +503,7 @@ def audit(
             helper.close()
     changes = None
     if previous is not None and compare is not None:
-        ran = {rule.id for rule in ruleset.rules} - coverage.blocked
+        ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
         changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
     for destination in destinations:
         color = (
@@ -554,11 +561,14 @@ def snapshot_command(
     """Write the objects the enabled rules need (never Secrets) to one JSON List.
 
     `poolgate audit --snapshot FILE` audits it later, anywhere, with the same
-    findings a live audit would have given at capture time.
+    findings a live audit would have given at capture time. Literal env values and
+    the last-applied-configuration annotation are left out where no enabled rule
+    reads them; the file is readable by its owner only.
     """
     from functools import partial
 
-    from scanner import output
+    from scanner import audit as auditing
+    from scanner import output, redaction
     from scanner.sources import snapshot
 
     destination = output.Destination("json", output_file)
@@ -568,7 +578,9 @@ def snapshot_command(
     capture = _read_live(
         ruleset, kubeconfig, kube_context, page_size, request_timeout, deadline, progress
     )
-    output.write(destination, partial(snapshot.write, capture))
+    capture.omitted = redaction.plan(ruleset.rules, auditing.plan(ruleset.rules))
+    redaction.apply(capture.objects, capture.omitted)
+    output.write(destination, partial(snapshot.write, capture), private=True)
     for item in capture.unavailable:
         where = f" in namespace {item.namespace}" if item.namespace else ""
         _warn(

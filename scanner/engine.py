@@ -15,6 +15,9 @@ subject type is evaluated in a forked child (``scanner.forking``) and the findin
 join in subject order. Past the fork's memory guard (a large audit), a helper
 process started before the cluster was read takes a share of the complete
 workloads instead, pickled to it, and its findings take their subjects' places.
+An audit's deadline (``scanner.deadline``) is looked at before each subject: once it
+has passed, no more subjects are evaluated, and the rules of every subject type left
+unfinished are named (``Evaluation.unfinished``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -31,6 +34,7 @@ from scanner.bindings import BIND_FROM, bind_rules
 from scanner.bindings import ENGINES as CONVERTING
 from scanner.cel import Engine, Program
 from scanner.cel.budget import Oversize, iterates, oversize
+from scanner.deadline import Deadline
 from scanner.deferral import Projection, projection, reads_instance_facts_only
 from scanner.errors import CelEvalError
 from scanner.findings import Finding, Level, Location, Outcome
@@ -52,6 +56,8 @@ class Evaluation:
     subjects: int = 0
     groups: list[list[Finding]] = field(default_factory=list)
     """With ``one_by_one``: the findings of each workload subject, in order."""
+    unfinished: frozenset[str] = frozenset()
+    """Rules that did not get through all their subjects before the deadline."""
 
 
 def evaluate(
@@ -63,6 +69,7 @@ def evaluate(
     helper: forking.Helper[HelperContext] | None = None,
     *,
     one_by_one: bool = False,
+    deadline: Deadline | None = None,
 ) -> Evaluation:
     """Run every CEL rule over the subjects of its type.
 
@@ -71,7 +78,9 @@ def evaluate(
     ``helper``: a process started before the run grew (``start_helper``), which
     evaluates a share of the complete workloads when this process is too large to
     fork (``_to_ship``). ``one_by_one``: one process, and the workload findings
-    grouped per subject (``Evaluation.groups``), as the helper answers.
+    grouped per subject (``Evaluation.groups``), as the helper answers. ``deadline``:
+    no subject is evaluated once it has passed (checked before each subject, not per
+    rule: one evaluation is bounded by the rule cost limits, scanner/cel/budget.py).
     """
     result = Evaluation()
     refs: Mapping[str, KubeObject] = {} if lookup is None else lookup  # not truth-tested: lazy
@@ -116,7 +125,7 @@ def evaluate(
 
     # Workloads the helper evaluates: the parent leaves a marker where their findings go.
     shipped: dict[int, int] = {}  # index among the workload subjects -> position shipped
-    wait: Callable[[], list[list[Finding]] | None] | None = None
+    wait: forking.Waiting[tuple[list[list[Finding]], bool]] | None = None
     if helper is not None and not one_by_one and not forking.available():
         shipped = _to_ship(subjects, by_type)
         if shipped:
@@ -126,6 +135,7 @@ def evaluate(
                 [_rule_key(rule) for rule in rules],
                 [_shipped(workloads[index]) for index in shipped],
                 dict(globals_),
+                deadline,
             )
     chunk_size = 1 if one_by_one else CHUNK
 
@@ -134,6 +144,8 @@ def evaluate(
         subject type's subjects (``CHUNK`` subjects each)."""
         parts: dict[str, list[list[Finding | _Shipped]]] = {}
         counted = 0
+        stopped = False  # the deadline passed: the rest only places the helper's findings
+        unfinished: set[str] = set()
         for subject_type, type_rules in by_type.items():
             items = subjects.get(subject_type, ())
             away = shipped if subject_type == "workload" else {}
@@ -147,6 +159,10 @@ def evaluate(
                 for index in range(start, min(start + chunk_size, len(items))):
                     if away and index in away:
                         found.append(_Shipped(away[index]))
+                        continue
+                    if deadline is not None and (stopped or deadline.passed()):
+                        stopped = True
+                        unfinished.add(subject_type)
                         continue
                     subject = items[index]
                     obj = subject.obj
@@ -239,7 +255,7 @@ def evaluate(
                             rule, subject, activation, engine, globals_, refs, refuse, decided
                         )
                         found.extend(results)
-        return _Part(parts, counted)
+        return _Part(parts, counted, frozenset(unfinished))
 
     # Two shares on two cores when there is enough to do (scanner/forking.py): chunks
     # alternate between them, so each gets its part of every kind of subject. Chunks
@@ -254,20 +270,27 @@ def evaluate(
     else:
         shares = (run(0, 1),)
     groups: list[list[Finding]] = []
+    cut = {subject_type for share in shares for subject_type in share.unfinished}
     if shipped:
         # The helper's answer, or (it failed) the same work done here.
-        answer = wait() if wait is not None else None
-        if answer is None or len(answer) != len(shipped):
+        answer = None
+        if wait is not None:
+            answer = wait(None if deadline is None else deadline.left() + HELPER_GRACE)
+        if answer is None or len(answer[0]) != len(shipped):
             workloads = subjects["workload"]
-            answer = evaluate(
+            done = evaluate(
                 rules,
                 {"workload": [workloads[index] for index in shipped]},
                 engine,
                 globals_,
                 lookup,
                 one_by_one=True,
-            ).groups
-        groups = answer
+                deadline=deadline,
+            )
+            answer = done.groups, not done.unfinished
+        groups, finished = answer
+        if not finished:
+            cut.add("workload")
     for subject_type in by_type:
         chunks = [share.findings[subject_type] for share in shares]
         for index in range(max(len(found) for found in chunks)):
@@ -281,6 +304,7 @@ def evaluate(
                     if one_by_one and subject_type == "workload":
                         result.groups.append(cast("list[Finding]", found[index]))
     result.subjects = sum(share.subjects for share in shares) + len(shipped)
+    result.unfinished = frozenset(rule.id for kind in cut for rule in by_type.get(kind, ()))
     return result
 
 
@@ -293,11 +317,18 @@ evenly (subject types are laid out kind by kind, and kinds cost very differently
 large enough that chunk bookkeeping costs nothing."""
 
 
+HELPER_GRACE: Final = 10.0
+"""Seconds past the deadline the helper's answer is awaited: it stops at the same
+deadline, once the subject it is evaluating is done."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Part:
     findings: dict[str, list[list[Finding | _Shipped]]]
     """Subject type -> the findings of each chunk this process evaluated, in order."""
     subjects: int
+    unfinished: frozenset[str]
+    """Subject types with subjects this process left for the deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,10 +480,12 @@ def _evaluate_shipped(
     keys: Sequence[tuple[Any, ...]],
     shipped: Sequence[ShippedSubject],
     globals_: Mapping[str, Any],
-) -> list[list[Finding]]:
+    deadline: Deadline | None = None,
+) -> tuple[list[list[Finding]], bool]:
     """In the helper: the findings of each shipped workload, with the helper's copies
     of the rules the parent runs (a rule that differs, or is missing, is an error,
-    and the parent does the work)."""
+    and the parent does the work), and whether all were evaluated before
+    ``deadline``."""
     rules, engine = context
     mine = {_rule_key(rule): rule for rule in rules}
     chosen = [mine[key] for key in keys]
@@ -460,9 +493,16 @@ def _evaluate_shipped(
         Subject("workload", KubeObject(body, origin, lines), variables)
         for body, origin, lines, variables in shipped
     ]
-    return evaluate(
-        chosen, {"workload": subjects}, engine, globals_, _NoLookup(), one_by_one=True
-    ).groups
+    done = evaluate(
+        chosen,
+        {"workload": subjects},
+        engine,
+        globals_,
+        _NoLookup(),
+        one_by_one=True,
+        deadline=deadline,
+    )
+    return done.groups, not done.unfinished
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from scanner.lifetime import flush_output
 
@@ -145,6 +145,17 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
 
 
 C = TypeVar("C")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Waiting(Protocol[T_co]):
+    """Waits for a helper's answer (``Helper.submit``)."""
+
+    def __call__(self, timeout: float | None = None) -> T_co | None: ...
+
+
+def _no_answer(timeout: float | None = None) -> None:
+    return None
 
 
 class Helper(Generic[C]):
@@ -197,18 +208,26 @@ class Helper(Generic[C]):
         answer_writer.close()
         return cls(process, request_writer, answer_reader)
 
-    def submit(self, function: Callable[..., T], *args: Any) -> Callable[[], T | None]:
+    def submit(self, function: Callable[..., T], *args: Any) -> Waiting[T]:
         """Send ``function(context, *args)`` to the helper; the returned function waits
-        for its answer (None if the helper failed). One piece of work at a time."""
+        for its answer, at most the seconds it is given (None: as long as it takes),
+        and returns None if the helper failed or did not answer in time (``close``
+        then stops it). One piece of work at a time."""
         try:
             self._requests.send_bytes(
                 pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
             )
         except (OSError, ValueError, pickle.PicklingError, TypeError, AttributeError):
-            return lambda: None
+            return _no_answer
         self._pending = True
 
-        def wait() -> T | None:
+        def wait(timeout: float | None = None) -> T | None:
+            try:
+                if timeout is not None and not self._answers.poll(timeout):
+                    return None  # still pending: close() stops it
+            except (EOFError, OSError):
+                self._pending = False
+                return None
             try:
                 payload = self._answers.recv_bytes()
             except (EOFError, OSError):

@@ -156,7 +156,9 @@ def _checkout_of(directory: Path) -> Path | None:
     return None
 
 
-def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
+def write(
+    destination: Destination, render: Callable[[TextIO], None], *, private: bool = False
+) -> None:
     """Render to standard output, or to a temporary file renamed over the target.
 
     A crash or a full disk mid-write never leaves a truncated report behind. A
@@ -165,7 +167,9 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
     symbolic link anywhere else is replaced like a file, never written through: the
     report may be written inside a pull request's checkout, where a link
     (``results.sarif -> ~/.bashrc``) must not redirect it. An error of the file
-    system (full, read-only) is an ``OutputError``.
+    system (full, read-only) is an ``OutputError``. ``private``: the file is created
+    readable and writable by its owner only (0600, a snapshot of a cluster), whatever
+    the umask.
     """
     try:
         if destination.is_stdout:
@@ -181,7 +185,7 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
             with open(descriptor, "a", encoding="utf-8") as handle:
                 render(handle)
         else:
-            _replace(Path(destination.path), render)
+            _replace(Path(destination.path), render, private)
     except BrokenPipeError:
         raise  # the reader went away: cli.run ends quietly
     except OSError as error:
@@ -189,7 +193,7 @@ def write(destination: Destination, render: Callable[[TextIO], None]) -> None:
         raise OutputError(f"cannot write {where}: {_reason(error)}") from error
 
 
-def _replace(target: Path, render: Callable[[TextIO], None]) -> None:
+def _replace(target: Path, render: Callable[[TextIO], None], private: bool = False) -> None:
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with open(descriptor, "w", encoding="utf-8") as handle:
@@ -199,6 +203,8 @@ def _replace(target: Path, render: Callable[[TextIO], None]) -> None:
         with suppress(OSError):
             os.unlink(temporary)
         raise
+    if private:
+        return  # mkstemp created it 0600
     # mkstemp creates 0600; a report is as readable as any file the user writes.
     with suppress(OSError):
         os.chmod(target, 0o666 & ~_umask())

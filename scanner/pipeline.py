@@ -18,6 +18,7 @@ from typing import TextIO
 from scanner import __version__, baseline, configfile, duplicates, forking, suppress
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
+from scanner.deadline import Deadline
 from scanner.engine import HelperContext, document_findings, evaluate
 from scanner.errors import UsageError
 from scanner.findings import (
@@ -31,6 +32,7 @@ from scanner.findings import (
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
+from scanner.model.pools import MAX_REACH
 from scanner.reporters import Report, RunStats
 from scanner.rules import DOCUMENT_RULES, Rule, RuleText, bundled_rules_dir, load_rules, select
 from scanner.sources.files import (
@@ -199,19 +201,24 @@ def evaluate_inventory(
     now: datetime.datetime | None = None,
     scope: ClusterScope | None = None,
     helper: forking.Helper[HelperContext] | None = None,
+    deadline: Deadline | None = None,
 ) -> Report:
     """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
     durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
     cluster was read, fixture tests a fixed time; default the current time. ``scope``
     is the cluster an audit read (its context and the kinds listed to the end);
     default: a scan of manifests. ``helper``: a process started while this one was
-    small (``scanner.engine.start_helper``) that may take part of the evaluation."""
+    small (``scanner.engine.start_helper``) that may take part of the evaluation.
+    ``deadline`` (an audit's): no subject is evaluated once it has passed, and an error
+    notification names the rules that did not finish (``RunStats.unfinished``)."""
     # The model's facts and the findings live to the end of the run, like the
     # inventory: collecting cycles among them only rescans them (~6% of an audit).
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
         model = build_model(inventory, ruleset.config, scope)
-        return _evaluate_model(inventory, model, ruleset, repo_root, context_notes, now, helper)
+        return _evaluate_model(
+            inventory, model, ruleset, repo_root, context_notes, now, helper, deadline
+        )
 
 
 def _evaluate_model(
@@ -222,6 +229,7 @@ def _evaluate_model(
     context_notes: Sequence[Notification],
     now: datetime.datetime | None,
     helper: forking.Helper[HelperContext] | None = None,
+    deadline: Deadline | None = None,
 ) -> Report:
     by_id = {rule.id: rule for rule in ruleset.rules}
     document_rules = {key: by_id[key] for key in DOCUMENT_RULES if key in by_id}
@@ -242,6 +250,7 @@ def _evaluate_model(
         # Context objects are never reported on, so a ``ref`` may not point there.
         _RefLookup(inventory),
         helper,
+        deadline=deadline,
     )
     findings.extend(evaluation.findings)
     ruleset.engine.save_cache()  # programs the evaluation compiled (bound rules, guards)
@@ -254,6 +263,10 @@ def _evaluate_model(
         for note in (*inventory.warnings, *model.unchecked)
     ]
     notifications.extend(context_notes)
+    if model.unfollowed:
+        notifications.append(_unfollowed(model.unfollowed))
+    if evaluation.unfinished and deadline is not None:
+        notifications.append(_unfinished(evaluation.unfinished, deadline))
     invalid_rule = by_id.get(suppress.INVALID_RULE)
     applied = suppress.apply(
         findings,
@@ -276,7 +289,29 @@ def _evaluate_model(
             objects=sum(1 for _ in inventory.reportable()),
             skipped_documents=inventory.skipped,
             subjects=evaluation.subjects,
+            unfinished=evaluation.unfinished,
         ),
+    )
+
+
+def _unfollowed(workloads: Sequence[str]) -> Notification:
+    shown = ", ".join(workloads[:3]) + (
+        f" and {len(workloads) - 3} more" if len(workloads) > 3 else ""
+    )
+    return Notification(
+        Level.ERROR,
+        f"the node selection of {len(workloads)} GPU workload(s) ({shown}) may reach more "
+        f"than {MAX_REACH} GPU pools, more than poolgate follows: the rules about their "
+        "pools did not judge them; select a label fewer pools carry (sku, pool)",
+    )
+
+
+def _unfinished(rule_ids: Iterable[str], deadline: Deadline) -> Notification:
+    return Notification(
+        Level.ERROR,
+        f"the deadline ({deadline.seconds:g} s, --deadline) passed before these rules "
+        f"finished: {', '.join(sorted(rule_ids))}; their findings are those of the "
+        "subjects evaluated by then",
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from scanner import engine, forking, pipeline
+from scanner.deadline import Deadline
 from scanner.findings import Finding
 from scanner.sources.files import load_paths
 
@@ -90,6 +91,7 @@ def _helper_run(
     ruleset: pipeline.Ruleset,
     inventory: Any,
     started_with: pipeline.Ruleset | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[list[Finding], list[object]]:
     """Findings of one run with a helper taking every complete workload it is offered
     (the fork guard held closed, as in a run past 1 GiB), and the helper's answers.
@@ -97,11 +99,11 @@ def _helper_run(
     answers: list[object] = []
     original = forking.Helper.submit
 
-    def recording(self: Any, function: Any, *args: Any) -> Callable[[], Any]:
+    def recording(self: Any, function: Any, *args: Any) -> Callable[..., Any]:
         wait = original(self, function, *args)
 
-        def waiting() -> Any:
-            answer = wait()
+        def waiting(timeout: float | None = None) -> Any:
+            answer = wait(timeout)
             answers.append(answer)
             return answer
 
@@ -115,7 +117,9 @@ def _helper_run(
     helper = engine.start_helper(started.rules, started.engine)
     assert helper is not None
     try:
-        report = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW, helper=helper)
+        report = pipeline.evaluate_inventory(
+            inventory, ruleset, REPO, now=NOW, helper=helper, deadline=deadline
+        )
     finally:
         helper.close()
     assert not helper._process.is_alive()  # it exits when its pipe closes
@@ -304,6 +308,37 @@ def test_the_helper_gets_no_more_than_fits_beside_this_process(
     rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
     by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
     assert engine._to_ship({"workload": workloads}, by_type) == {}
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_a_helper_past_the_deadline_answers_with_nothing_evaluated(
+    fixtures_run: tuple[pipeline.Ruleset, Any, list[Finding]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper gets the run's deadline: past it, it evaluates none of the workloads
+    shipped to it and says so, and the parent does not do them instead."""
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    ruleset, inventory, one = fixtures_run
+    passed = Deadline(60, ends=0.0)  # the monotonic clock, shared with the helper
+    helped, answers = _helper_run(monkeypatch, ruleset, inventory, deadline=passed)
+    assert len(answers) == 1 and isinstance(answers[0], tuple)
+    groups, finished = answers[0]
+    assert groups and not any(groups) and finished is False
+    # Only findings of the built-in rules, which no subject's evaluation makes
+    # (unparsable documents, invalid suppressions).
+    builtin = {rule.id for rule in ruleset.rules if rule.builtin}
+    assert {finding.rule_id for finding in helped} <= builtin
+    assert {finding.rule_id for finding in one} - builtin
+
+
+@pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
+def test_waiting_for_a_helper_gives_up_at_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forking, "cpus", lambda: 2)
+    helper = forking.Helper.start(None)
+    assert helper is not None
+    wait = helper.submit(_sleeping, 60)
+    assert wait(0.05) is None  # no answer yet: not "late", a minute from now
+    helper.close()  # the work is still under way: stopped
+    assert not helper._process.is_alive()
 
 
 def _sleeping(context: object, seconds: float) -> str:

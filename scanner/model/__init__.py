@@ -78,6 +78,10 @@ class Model:
     unchecked: Sequence[SourceWarning] = ()
     """Pod specs in objects whose pod templates poolgate does not know (a Volcano Job):
     not checked, and reported as such (``unchecked_pod_specs``)."""
+    unfollowed: Sequence[str] = ()
+    """GPU workloads (``Kind namespace/name``) whose node selection may reach more GPU
+    pools than poolgate follows (``scanner.model.pools.MAX_REACH``): their pools count
+    as unknown, and the run is incomplete."""
 
     def subjects(self) -> dict[str, list[Subject]]:
         """Subject type -> subjects, as the engine consumes them."""
@@ -124,6 +128,7 @@ def build_model(
     scope = scope or ClusterScope()
     index = ObjectIndex(inventory.objects)
     later: list[Join] = []
+    unfollowed: dict[str, None] = {}
     workloads, invalid = build_workloads(inventory.objects, index, later if defer else None)
     setup = deviceplugin.cluster_setup(index)
     sharing_configs = [
@@ -147,7 +152,7 @@ def build_model(
     # in this order when they complete.
     later += [
         attach_queues(workloads, index),
-        attach_targets(workloads, pools, config, domains, other_nodes(nodes)),
+        attach_targets(workloads, pools, config, domains, other_nodes(nodes), unfollowed),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),
@@ -183,6 +188,7 @@ def build_model(
             cluster_variables(index, workloads, config, scope),
         ),
         unchecked=unchecked_pod_specs(inventory.objects),
+        unfollowed=list(unfollowed),
     )
 
 

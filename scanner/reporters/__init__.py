@@ -25,6 +25,8 @@ class RunStats:
     subjects: int = 0
     baselined: int = 0
     """Findings left out because a ``--baseline`` file already holds them."""
+    unfinished: frozenset[str] = frozenset()
+    """Rules that did not get through all their subjects before an audit's deadline."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,13 @@ poolgate records what it knows about the capture in the List's
   writer's table did not have is not in ``listed`` for that reason alone;
 * ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
-  ``failed``), so auditing the snapshot says exactly what the live audit said.
+  ``failed``), so auditing the snapshot says exactly what the live audit said;
+* ``poolgate.io/omitted``: JSON object of what the snapshot left out because no
+  rule it was taken with reads it (``scanner.redaction``: ``env-values``,
+  ``last-applied``), each with the kinds it was left out of, so an audit with other
+  rules knows which of them cannot run on it.
+
+``poolgate snapshot`` writes the file readable by its owner only (mode 0600).
 
 Any other ``List`` works too (``kubectl get nodes,pods -A -o yaml``, or a
 ``PodList`` straight from the API, whose items lack ``kind``): without the
@@ -65,12 +71,16 @@ ANNOTATION_CAPTURED_AT = "poolgate.io/captured-at"
 ANNOTATION_LISTED = "poolgate.io/listed"
 ANNOTATION_UNAVAILABLE = "poolgate.io/unavailable"
 ANNOTATION_REVISION = "poolgate.io/kinds-revision"
+ANNOTATION_OMITTED = "poolgate.io/omitted"
 
 _NO_LINES = LineMap({})
 """Live objects have no file: one shared empty line map (positions fall back to 1:1)."""
 
 KindKey = tuple[str, str]
 """(API group, kind)."""
+
+Omitted = dict[str, frozenset[str]]
+"""What a snapshot left out (``scanner.redaction.WHAT``) -> the kinds it left it out of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +111,8 @@ class Capture:
     revision: int = REVISION
     """The revision of the kinds table that wrote ``listed`` (``resources.REVISION``):
     1 for a snapshot from before the annotation."""
+    omitted: Omitted = field(default_factory=dict)
+    """What the objects lack because no rule the capture was taken for reads it."""
 
 
 def object_uri(context: str, ref: ObjectRef) -> str:
@@ -209,6 +221,10 @@ def write(capture: Capture, stream: TextIO) -> None:
             ],
             sort_keys=True,
         )
+    if capture.omitted:
+        annotations[ANNOTATION_OMITTED] = json.dumps(
+            {what: sorted(kinds) for what, kinds in capture.omitted.items()}, sort_keys=True
+        )
     head = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}}
     stream.write(json.dumps(head, sort_keys=True)[:-1] + ',\n"items": [\n')
     for index, item in enumerate(capture.objects):
@@ -284,6 +300,7 @@ def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
         capture.listed = frozenset(parse_kind_label(x) for x in listed.split(",") if x.strip())
         capture.revision = _revision(path, annotations.get(ANNOTATION_REVISION))
     capture.unavailable = _unavailable(path, annotations.get(ANNOTATION_UNAVAILABLE))
+    capture.omitted = _omitted(path, annotations.get(ANNOTATION_OMITTED))
     return capture
 
 
@@ -396,6 +413,21 @@ def _unavailable(path: str, recorded: object) -> list[Unavailable]:
         ]
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         raise UsageError(f"{path}: annotation {ANNOTATION_UNAVAILABLE} is not valid") from None
+
+
+def _omitted(path: str, recorded: object) -> Omitted:
+    if recorded is None:
+        return {}
+    try:
+        entries = json.loads(str(recorded))
+        if not isinstance(entries, dict) or not all(
+            isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds)
+            for kinds in entries.values()
+        ):
+            raise ValueError(recorded)
+    except (ValueError, RecursionError):
+        raise UsageError(f"{path}: annotation {ANNOTATION_OMITTED} is not valid") from None
+    return {str(what): frozenset(kinds) for what, kinds in entries.items() if kinds}
 
 
 def kinds_present(objects: Sequence[Mapping[str, Any]]) -> frozenset[KindKey]:

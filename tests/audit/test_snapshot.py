@@ -200,6 +200,35 @@ def test_bad_capture_annotations_are_reported(tmp_path: Path, recorded: str) -> 
         snapshot.read(str(dump))
 
 
+def test_what_a_snapshot_left_out_round_trips(tmp_path: Path) -> None:
+    captured = datetime.datetime(2025, 6, 1, 2, 17, tzinfo=datetime.UTC)
+    omitted = {"env-values": frozenset({"Pod", "Deployment"}), "last-applied": frozenset({"Pod"})}
+    capture = Capture("prod", captured, [POD], frozenset({("", "Pod")}), omitted=omitted)
+    stream = io.StringIO()
+    snapshot.write(capture, stream)
+    annotations = json.loads(stream.getvalue())["metadata"]["annotations"]
+    assert json.loads(annotations["poolgate.io/omitted"]) == {
+        "env-values": ["Deployment", "Pod"],
+        "last-applied": ["Pod"],
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(stream.getvalue())
+    assert snapshot.read(str(path)).omitted == omitted
+    capture.omitted = {}
+    stream = io.StringIO()
+    snapshot.write(capture, stream)
+    assert "poolgate.io/omitted" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("recorded", ["[]", '{"env-values": "Pod"}', '{"x": [1]}', "{"])
+def test_a_bad_omitted_annotation_is_reported(tmp_path: Path, recorded: str) -> None:
+    dump = tmp_path / "dump.json"
+    meta = {"annotations": {"poolgate.io/omitted": recorded}}
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
+    with pytest.raises(UsageError, match=r"annotation poolgate\.io/omitted is not valid"):
+        snapshot.read(str(dump))
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
