@@ -1,10 +1,15 @@
 """The analysis of CEL expressions and rules (scanner/cel/analysis.py, scanner/cel/walk.py):
-what they read, their conjuncts, nesting and refs."""
+what they read, their conjuncts, nesting and refs; comments and optional syntax change
+nothing of what a rule reads."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from scanner import reads as relation
 from scanner.cel import analysis
 from scanner.cel.analysis import (
     ANY,
@@ -15,8 +20,11 @@ from scanner.cel.analysis import (
     PathTest,
     analyze,
     analyze_rule,
+    to_json,
 )
 from scanner.cel.walk import Read
+from scanner.deferral import projection, reads_instance_facts_only
+from scanner.rules import Rule, bundled_rules_dir, load_rules
 
 
 def reads(source: str) -> set[tuple[str, tuple[str | None, ...], str]]:
@@ -168,6 +176,85 @@ def test_a_rule_follows_its_variables() -> None:
 def test_a_variable_read_whole_reads_all_variables() -> None:
     rule = analyze_rule(("size(variables) > 0",), (("a", "workload.a"), ("b", "node.b")))
     assert {Read("workload", ("a",), WHOLE), Read("node", ("b",), WHOLE)} <= rule.reads
+
+
+# --- comments and optional syntax change nothing -------------------------------------
+
+_PLAIN = (
+    "workload.gpu && workload.ns.platform && has(workload.podSpec.nodeSelector) && "
+    "workload.containers.exists(c, c.signature.covered) && node.taints.size() > 0 && "
+    "(workload.controlled ? true : size(workload.targets) > 0)"
+)
+_COMMENTED = (
+    "workload.gpu // a GPU workload: size(workload), workload.serviceAccount\n"
+    "  && workload.ns.platform // on the platform\n"
+    "  && has(workload.podSpec.nodeSelector)\n"
+    "  && workload.containers.exists(c, // each one\n c.signature.covered)\n"
+    "  && node.taints.size() > 0 // node.identity\n"
+    "  && (workload.controlled ? true : size(workload.targets) > 0) // end"
+)
+_OPTIONAL = (
+    "workload.?gpu.orValue(false) && workload.ns.?platform.orValue(false) && "
+    "workload.podSpec[?'nodeSelector'].hasValue() && "
+    "workload.containers.exists(c, c.?signature.?covered.orValue(false)) && "
+    "node.taints.size() > 0 && "
+    "(workload.controlled ? true : size(workload.?targets.orValue([])) > 0)"
+)
+
+
+def _what_it_reads(source: str) -> tuple[object, ...]:
+    rule = analyze_rule((source,))
+    return (
+        relation.fact_kinds(rule),
+        projection(rule),
+        projection(rule, controlled=True),
+        reads_instance_facts_only(rule),
+        {(r.root, r.path, r.how, r.unless_controlled) for r in rule.reads},
+    )
+
+
+def test_a_comment_reads_the_same_kinds_and_facts() -> None:
+    assert _what_it_reads(_COMMENTED) == _what_it_reads(_PLAIN)
+    assert relation.fact_kinds(analyze_rule((_COMMENTED,))) != relation.ALL_KINDS
+
+
+def test_optional_syntax_reads_the_same_kinds_and_facts() -> None:
+    """The engines do not take optional syntax yet; the analysis reads it already."""
+    assert _what_it_reads(_OPTIONAL) == _what_it_reads(_PLAIN)
+
+
+def test_every_bundled_rule_reads_the_same_with_comments(tmp_path: Path) -> None:
+    """Each bundled rule's expressions, with a comment after every line: the rule cache
+    and the engines take them, and they read what the rule reads."""
+    from scanner.cel import get_engine
+
+    for rule in load_rules([bundled_rules_dir()], get_engine("python")):
+        variables = tuple((name, _comment(p.source)) for name, p in rule.variables)
+        commented = analyze_rule(tuple(map(_comment, rule.expressions)), variables)
+        assert commented == rule.analysis, rule.id
+
+
+def _comment(source: str) -> str:
+    return "\n".join(
+        f"{line} // a comment: workload.targets, size(node)" for line in source.split("\n")
+    )
+
+
+# --- kept between runs ----------------------------------------------------------------
+
+
+def _rules() -> list[Rule]:
+    from scanner.cel import get_engine
+
+    return load_rules([bundled_rules_dir()], get_engine("python"))
+
+
+def test_an_analysis_reads_back_from_json() -> None:
+    for rule in _rules():
+        for source in (*rule.expressions, *(p.source for _, p in rule.variables)):
+            found = analyze(source)
+            text = json.dumps(to_json(found))
+            assert analysis._from_json(json.loads(text)) == found
 
 
 @pytest.mark.parametrize(
