@@ -48,14 +48,39 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Final, NamedTuple
 
-from scanner.cel import parser, syntax, walk
-from scanner.cel.syntax import Binary, CreateMap, CreateMessage, Literal, Logical, Node, Unary
-from scanner.cel.walk import ANY as ANY
-from scanner.cel.walk import ITERATED as ITERATED
-from scanner.cel.walk import MACROS as MACROS
-from scanner.cel.walk import NOTHING, Flow, Origin, Path, Read, Walk, nesting, nodes, plain_path
-from scanner.cel.walk import REACHED as REACHED
-from scanner.cel.walk import WHOLE as WHOLE
+ANY: Final = None
+"""A path step for an element of a list, or a key of a map that is not a constant."""
+
+WHOLE: Final = "whole"
+ITERATED: Final = "iterated"
+REACHED: Final = "reached"
+
+Path = tuple[str | None, ...]
+
+MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+"""The comprehension macros, whose arguments nest (``scanner.cel.budget``)."""
+
+
+class Read(NamedTuple):
+    """A part of a variable that evaluating an expression reads."""
+
+    root: str
+    path: Path
+    how: str
+    """``WHOLE``, ``ITERATED`` or ``REACHED`` (module docstring)."""
+    unless_controlled: bool = False
+
+
+class Origin(NamedTuple):
+    """A part of a variable that an expression's value may be (``variables.x`` is)."""
+
+    root: str
+    path: Path
+    unless_controlled: bool = False
+
+
+Flow = frozenset[Origin]
+NOTHING: Flow = frozenset()
 
 
 class PathTest(NamedTuple):
@@ -199,12 +224,20 @@ def restore(entries: Mapping[str, Any]) -> None:
     _stored.update(entries)
 
 
+def code() -> tuple[pathlib.Path, ...]:
+    """The files of the CEL reading (this module, the parser, its tree and the walk),
+    found without importing them."""
+    here = pathlib.Path(__file__)
+    return tuple(
+        here.with_name(name) for name in ("analysis.py", "parser.py", "syntax.py", "walk.py")
+    )
+
+
 @cache
 def identity() -> str:
-    """What the kept analyses depend on: this module's and the parser's text."""
+    """What the kept analyses depend on: the text of the CEL reading's code."""
     hasher = hashlib.sha256(b"poolgate-cel-analysis 1\0")
-    for module in (parser, syntax, walk):
-        path = pathlib.Path(str(module.__file__))
+    for path in code():
         try:
             hasher.update(path.read_bytes() + b"\0")
         except OSError:
@@ -213,64 +246,30 @@ def identity() -> str:
 
 
 def _analyze(source: str) -> Analysis:
+    # The parser and the walk are imported only when something is parsed: a warm
+    # start reads every analysis from the rule cache.
+    from scanner.cel import parser, walk
+    from scanner.cel.syntax import Logical
+
     tree = parser.parse(source)
-    walk = Walk()
-    result = walk.value(tree, {}, False)
-    depth, offset = nesting(tree, 0)
-    offset = max(offset, 0)
-    top = tree.operands if isinstance(tree, Logical) and tree.operator == "&&" else (tree,)
+    walker = walk.Walk()
+    result = walker.value(tree, {}, False)
+    depth, offset = walk.nesting(tree, 0)
+    if isinstance(tree, Logical) and tree.operator == "&&":
+        conjuncts = tuple(walk.conjunct(source, node) for node in tree.operands)
+    else:  # one conjunct: the walk just made
+        conjuncts = (walk.conjunct(source, tree, walker, depth),)
     return Analysis(
-        reads=frozenset(walk.reads),
+        reads=frozenset(walker.reads),
         result=frozenset(result),
-        roots=frozenset(walk.roots),
+        roots=frozenset(walker.roots),
         nesting=depth,
-        nesting_offset=offset,
-        refs=walk.refs,
-        conjuncts=tuple(_conjunct(source, node) for node in top),
-        names=frozenset(walk.names),
-        compared=frozenset(walk.compared),
+        nesting_offset=max(offset, 0),
+        refs=walker.refs,
+        conjuncts=conjuncts,
+        names=frozenset(walker.names),
+        compared=frozenset(walker.compared),
     )
-
-
-# --- conjuncts -----------------------------------------------------------------------
-
-
-def _conjunct(source: str, node: Node) -> Conjunct:
-    alternatives: tuple[PathTest | None, ...] = ()
-    if isinstance(node, Logical) and node.operator == "||":
-        alternatives = tuple(_test(operand) for operand in node.operands)
-    walk = Walk()
-    walk.value(node, {}, False)
-    return Conjunct(
-        source=source[node.start : node.end],
-        test=_test(node),
-        alternatives=alternatives,
-        roots=frozenset(walk.roots),
-        iterates=nesting(node, 0)[0] > 0,
-        builds_map=any(isinstance(part, CreateMap | CreateMessage) for part in nodes(node)),
-    )
-
-
-def _test(node: Node) -> PathTest | None:
-    """The simple test ``node`` is (see ``Test``), or None."""
-    negated = isinstance(node, Unary) and node.operator == "!"
-    if isinstance(node, Unary) and negated:
-        node = node.operand
-    found = plain_path(node, {})
-    if found is not None and found[1]:
-        return PathTest("flag", found[0], found[1], negated)
-    if negated or not isinstance(node, Binary):
-        return None
-    left = plain_path(node.left, {})
-    if left is None or not left[1]:
-        return None
-    right = node.right
-    if node.operator == "==" and isinstance(right, Literal) and right.kind == "string":
-        return PathTest("equals", left[0], left[1], text=str(right.value))
-    values = plain_path(right, {})
-    if node.operator == "in" and values is not None and values[0] == "config" and values[1]:
-        return PathTest("member", left[0], left[1], values=values[1])
-    return None
 
 
 # --- a rule --------------------------------------------------------------------------

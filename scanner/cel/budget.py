@@ -36,7 +36,6 @@ from typing import Any, Final, NamedTuple
 
 from scanner.cel.analysis import MACROS as MACROS  # the comprehension macros
 from scanner.cel.analysis import analyze
-from scanner.cel.syntax import position
 from scanner.errors import CelError
 from scanner.inventory import join_path
 
@@ -57,6 +56,8 @@ def check_nesting(source: str) -> None:
     ``MAX_NESTING`` (a ``ParseError``, which is one, when ``source`` does not parse)."""
     depth, offset = comprehension_nesting(source)
     if depth > MAX_NESTING:
+        from scanner.cel.syntax import position  # with the parser: only when it parsed
+
         line, column = position(source, offset)
         raise CelError(
             f"comprehensions nested {depth} deep; at most {MAX_NESTING} are allowed "

@@ -12,7 +12,7 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from scanner import __version__
-from scanner.cel import VARIABLES, ResultKind, analysis, budget, parser
+from scanner.cel import VARIABLES, ResultKind, analysis, budget
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.functions import joined
 from scanner.cel.programcache import ProgramCache, identity, key
@@ -24,8 +24,8 @@ _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 DECLARATIONS: Final = tuple(f"var {name}: dyn" for name in VARIABLES)
 """The declared variables, for the program cache's identity (programcache.py). The
 functions and the checks are this module's, budget.py's and the CEL reading's text
-(analysis.py, parser.py), which the identity hashes whole, so they are not listed
-again here."""
+(``analysis.code()``), which the identity hashes whole, so they are not listed again
+here."""
 
 
 def new_env() -> Any:
@@ -125,8 +125,7 @@ class CppEngine:
     def __init__(self) -> None:
         self._env = new_env()
         # the code that vets a program: this module, the nesting limit and its reading
-        checks = [Path(__file__), Path(budget.__file__)]
-        checks += [Path(analysis.__file__), Path(parser.__file__)]
+        checks = [Path(__file__), Path(budget.__file__), *analysis.code()]
         self._cache = ProgramCache(
             identity(Path(cel.__file__), (__version__, *DECLARATIONS), checks)
         )

@@ -1,5 +1,6 @@
 """Follows values through a CEL syntax tree: which parts of which variables evaluating
-an expression reads (``Walk``), and how deep its comprehensions nest (``nesting``).
+an expression reads (``Walk``), how deep its comprehensions nest (``nesting``), and
+what each top-level conjunct is (``conjunct``).
 
 ``scanner.cel.analysis`` states what a read is and how a rule's reads add up; this
 module is its walk. It recognises the macros and the functions whose result is made
@@ -9,8 +10,21 @@ of their arguments; every other call reads its target and arguments whole.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from typing import Final
 
+from scanner.cel.analysis import (
+    ANY,
+    ITERATED,
+    MACROS,
+    NOTHING,
+    REACHED,
+    WHOLE,
+    Conjunct,
+    Flow,
+    Origin,
+    PathTest,
+    Read,
+)
 from scanner.cel.syntax import (
     Binary,
     Call,
@@ -27,43 +41,10 @@ from scanner.cel.syntax import (
     Unary,
 )
 
-ANY: Final = None
-"""A path step for an element of a list, or a key of a map that is not a constant."""
-
-WHOLE: Final = "whole"
-ITERATED: Final = "iterated"
-REACHED: Final = "reached"
-
-Path = tuple[str | None, ...]
-
-MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
-"""The comprehension macros, whose arguments nest (``scanner.cel.budget``)."""
 _TWO_VARIABLES: Final = frozenset({"transformList", "transformMap", "transformMapEntry"})
 _ONE_OR_TWO: Final = frozenset({"all", "exists", "exists_one", "existsOne"})
 _TRANSPARENT: Final = frozenset({"value", "orValue", "or"})
 """Methods of optional values whose result is made of their target and arguments."""
-
-
-class Read(NamedTuple):
-    """A part of a variable that evaluating an expression reads."""
-
-    root: str
-    path: Path
-    how: str
-    """``WHOLE``, ``ITERATED`` or ``REACHED`` (module docstring)."""
-    unless_controlled: bool = False
-
-
-class Origin(NamedTuple):
-    """A part of a variable that an expression's value may be (``variables.x`` is)."""
-
-    root: str
-    path: Path
-    unless_controlled: bool = False
-
-
-Flow = frozenset[Origin]
-NOTHING: Flow = frozenset()
 
 
 class Walk:
@@ -270,14 +251,14 @@ def nesting(node: Node, depth: int) -> tuple[int, int]:
     if isinstance(node, Call) and node.target is not None and node.function in MACROS:
         inner = depth + 1
         best = (inner, node.name_start)
-    for child, level in _nestedchildren(node, depth, inner):
+    for child, level in _nested_children(node, depth, inner):
         found = nesting(child, level)
         if found[0] > best[0] or (found[0] == best[0] > 0 and found[1] < best[1]):
             best = found
     return best
 
 
-def _nestedchildren(node: Node, depth: int, inner: int) -> list[tuple[Node, int]]:
+def _nested_children(node: Node, depth: int, inner: int) -> list[tuple[Node, int]]:
     if isinstance(node, Call):
         ranges = [] if node.target is None else [(node.target, depth)]
         return ranges + [(arg, inner) for arg in node.args]
@@ -298,4 +279,46 @@ def nodes(node: Node) -> Iterable[Node]:
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(child for child, _ in _nestedchildren(node, 0, 0))
+        stack.extend(child for child, _ in _nested_children(node, 0, 0))
+
+
+def conjunct(source: str, node: Node, whole: Walk | None = None, depth: int = 0) -> Conjunct:
+    """What ``node``, an operand of the top-level ``&&`` of ``source``, is; ``whole``
+    and ``depth``: the walk and nesting of ``node`` when it is the whole expression."""
+    alternatives: tuple[PathTest | None, ...] = ()
+    if isinstance(node, Logical) and node.operator == "||":
+        alternatives = tuple(_test(operand) for operand in node.operands)
+    if whole is None:
+        whole = Walk()
+        whole.value(node, {}, False)
+        depth = nesting(node, 0)[0]
+    return Conjunct(
+        source=source[node.start : node.end],
+        test=_test(node),
+        alternatives=alternatives,
+        roots=frozenset(whole.roots),
+        iterates=depth > 0,
+        builds_map=any(isinstance(part, CreateMap | CreateMessage) for part in nodes(node)),
+    )
+
+
+def _test(node: Node) -> PathTest | None:
+    """The simple test ``node`` is (see ``Test``), or None."""
+    negated = isinstance(node, Unary) and node.operator == "!"
+    if isinstance(node, Unary) and negated:
+        node = node.operand
+    found = plain_path(node, {})
+    if found is not None and found[1]:
+        return PathTest("flag", found[0], found[1], negated)
+    if negated or not isinstance(node, Binary):
+        return None
+    left = plain_path(node.left, {})
+    if left is None or not left[1]:
+        return None
+    right = node.right
+    if node.operator == "==" and isinstance(right, Literal) and right.kind == "string":
+        return PathTest("equals", left[0], left[1], text=str(right.value))
+    values = plain_path(right, {})
+    if node.operator == "in" and values is not None and values[0] == "config" and values[1]:
+        return PathTest("member", left[0], left[1], values=values[1])
+    return None

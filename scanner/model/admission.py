@@ -41,8 +41,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scanner.cel.analysis import analyze
-from scanner.cel.syntax import ParseError
 from scanner.config import Config
+from scanner.errors import CelError
 from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group
 from scanner.model.index import ObjectIndex
@@ -162,7 +162,7 @@ def _names(expressions: Iterable[str]) -> frozenset[str]:
     for expression in expressions:
         try:
             names |= analyze(expression, keep=False).names
-        except ParseError:
+        except CelError:  # not CEL (a ParseError)
             continue
     return frozenset(names)
 

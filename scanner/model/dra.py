@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from scanner.cel.analysis import analyze
-from scanner.cel.syntax import ParseError
+from scanner.errors import CelError
 from scanner.inventory import KubeObject, join_path
 from scanner.kinds import DEVICE_CLASS_KIND, DRA_GROUP, api_group
 from scanner.model.index import ObjectIndex
@@ -37,7 +37,7 @@ def selects_gpu_driver(expression: str) -> bool:
     an expression that does not parse selects nothing this reading recognises."""
     try:
         compared = analyze(expression, keep=False).compared
-    except ParseError:
+    except CelError:  # not CEL (a ParseError)
         return False
     return ("device", ("driver",), GPU_DRIVER) in compared
 

@@ -18,11 +18,11 @@ from scanner.cel.analysis import (
     WHOLE,
     Analysis,
     PathTest,
+    Read,
     analyze,
     analyze_rule,
     to_json,
 )
-from scanner.cel.walk import Read
 from scanner.deferral import projection, reads_instance_facts_only
 from scanner.rules import Rule, bundled_rules_dir, load_rules
 
