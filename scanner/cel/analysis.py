@@ -146,6 +146,20 @@ class Analysis:
         """It reads rule variables (``variables.x``)."""
         return "variables" in self.roots
 
+    @property
+    def rule_variables(self) -> frozenset[str] | None:
+        """The names of the rule variables it reads (``variables.x``: ``x``), or None
+        when it may read any (the map whole, or at a key that is not a constant)."""
+        names: set[str] = set()
+        parts = [(r.root, r.path) for r in self.reads] + [(o.root, o.path) for o in self.result]
+        for root, path in parts:
+            if root != "variables":
+                continue
+            if not path or path[0] is ANY:
+                return None
+            names.add(path[0])
+        return frozenset(names)
+
     def value_reads(self, how: str = WHOLE) -> frozenset[Read]:
         """Its reads when its value is used whole too (a rule's condition, violations),
         or only ``REACHED`` (a rule variable's: it is evaluated whether used or not)."""

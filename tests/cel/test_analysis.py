@@ -92,6 +92,22 @@ def test_what_an_expression_reads(
     assert reads(source) == expected
 
 
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("variables.a + variables['b'].c", {"a", "b"}),
+        ("[1].map(variables, variables.x)", set()),  # a comprehension variable
+        ("has(variables.a) ? variables.b : 1", {"a", "b"}),
+        ("size(variables)", None),
+        ("variables[k]", None),
+        ("variables.all(name, name != '')", None),
+    ],
+)
+def test_the_rule_variables_an_expression_reads(source: str, names: set[str] | None) -> None:
+    found = analyze(source).rule_variables
+    assert found == (None if names is None else frozenset(names))
+
+
 def test_reads_in_the_else_branch_on_controlled_are_marked() -> None:
     found = analyze("workload.controlled ? workload.gpu : size(workload.targets) > 0")
     marked = {(r.path, r.unless_controlled) for r in found.value_reads()}
