@@ -16,8 +16,9 @@ bound by single-element ``map`` comprehensions, standard CEL that both engines r
     ].map(variables, (BODY))[0]
 
 The comprehension variable ``variables`` shadows the declared one: a variable sees
-the variables defined before it (a variable whose text mentions ``variables`` starts a
-new level, so it sees all earlier ones), and the body sees them all, as CEL values
+the variables defined before it (a variable whose expression reads ``variables``, as
+its parse tells, starts a new level, so it sees all earlier ones), and the body sees
+them all, as CEL values
 (a ``timestamp()``, a ``duration()`` or a ``uint`` stays one, as in a
 ValidatingAdmissionPolicy). Variables are evaluated eagerly, and an error in any of
 them is an error of the rule. Each wrapped program evaluates the variables itself,
@@ -55,6 +56,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.cel import Engine, Program, ResultKind
+from scanner.cel.analysis import analyze
 from scanner.errors import CelError
 from scanner.rules import Rule
 
@@ -206,10 +208,14 @@ def let_source(variables: Sequence[tuple[str, str]], body: str, params: str | No
     adds one level of comprehension nesting however many levels there are (the rule
     cost limit in ``scanner.cel.budget`` counts bodies only, and a single-element
     ``map`` is one iteration).
+
+    The texts are put together, not rewritten: each one compiled on its own, so it
+    is a whole expression, and each stands on lines of its own inside parentheses,
+    where a ``//`` comment ends with its line and nothing around can bind into it.
     """
     levels: list[list[tuple[str, str]]] = []
     for name, source in variables:
-        if not levels or ("variables" in source and levels[-1]):
+        if not levels or (analyze(source).reads_variables and levels[-1]):
             levels.append([])
         levels[-1].append((name, source))
     # Every expression goes on lines of its own: a trailing "// comment" stays inside.

@@ -84,7 +84,7 @@ def evaluate(
     """
     result = Evaluation()
     refs: Mapping[str, KubeObject] = {} if lookup is None else lookup  # not truth-tested: lazy
-    iterating = {rule.id for rule in rules if any(iterates(p.source) for p in _programs(rule))}
+    iterating = {rule.id for rule in rules if rule.analysis.iterates}
     iterating_conditions = {
         rule.id for rule in rules if rule.condition is not None and iterates(rule.condition.source)
     }
@@ -93,21 +93,15 @@ def evaluate(
     # Only an audit has deferred subjects (controlled workloads); scans skip the reading.
     deferring = any(subject.complete is not None for subject in subjects.get("workload", ()))
     light = {
-        rule.id
-        for rule in (rules if deferring else ())
-        if reads_instance_facts_only(program.source for program in _programs(rule))
+        rule.id for rule in (rules if deferring else ()) if reads_instance_facts_only(rule.analysis)
     }
     # The fields of a workload's facts each rule may read: the activation converts only
     # those the subject's rules name (scanner/deferral.py), where converting costs and
     # there are enough workloads to repay reading every rule (~3 ms).
     selecting = engine.name in CONVERTING and len(subjects.get("workload", ())) >= BIND_FROM
-    reads = {
-        rule.id: projection(program.source for program in _programs(rule))
-        for rule in (rules if selecting else ())
-    }
+    reads = {rule.id: projection(rule.analysis) for rule in (rules if selecting else ())}
     reads_controlled = {
-        rule.id: projection((program.source for program in _programs(rule)), controlled=True)
-        for rule in (rules if selecting else ())
+        rule.id: projection(rule.analysis, controlled=True) for rule in (rules if selecting else ())
     }
     # One activation per subject: variables are bound inside the programs (bindings.py).
     bound = bind_rules(rules, engine, subjects)

@@ -6,7 +6,8 @@ Most conditions begin with a plain flag of the subject (``workload.gpu && ...``,
 microseconds for a pod), only to learn that a non-GPU pod is out of scope for a
 dozen GPU rules. A guard reads the same facts in Python instead.
 
-A condition is split at its top-level ``&&``. These conjuncts become guards:
+A condition is split at its top-level ``&&`` (from its parse, ``scanner.cel.analysis``;
+parentheses keep what they enclose together). These conjuncts become guards:
 
 * an **atom**, read on the subject's variables or on ``object``:
   a flag ``[!]<variable>.<field>[.<field>...]`` whose value is a bool, an equality
@@ -14,7 +15,7 @@ A condition is split at its top-level ``&&``. These conjuncts become guards:
   config.<field>...`` against a list of strings fixed for the run;
 * a **disjunction of atoms** ``(a || b ...)``: false when every atom is;
 * a **constant**: a conjunct that reads only ``config``, ``cluster`` or ``params``,
-  evaluated once per run.
+  evaluated once per run (compiled from its own text).
 
 Only the conjuncts before the first one with a comprehension (``all``, ``exists``,
 ``map``, ...) or a map literal become guards. cel-cpp evaluates ``&&`` from the left
@@ -43,7 +44,6 @@ and the configuration file alike (a guard compares ``config`` lists in Python).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, Final
@@ -51,7 +51,7 @@ from typing import Any, Final
 from scanner import bindings
 from scanner.bindings import BIND_FROM
 from scanner.cel import Engine, ResultKind
-from scanner.cel.budget import iterates
+from scanner.cel.analysis import PathTest, analyze
 from scanner.errors import CelError, CelEvalError
 from scanner.rules import Rule
 
@@ -62,14 +62,6 @@ SUBJECT_VARIABLES: Final = frozenset({"workload", "node", "pool", "sharingConfig
 ROOTS: Final = SUBJECT_VARIABLES | {"object"}
 RUN_VARIABLES: Final = frozenset({"config", "cluster", "params"})
 
-_PATH = r"([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)+)"
-_FLAG = re.compile(rf"(!?)\s*{_PATH}")
-_EQUALS = re.compile(rf'{_PATH}\s*==\s*"([^"\\]*)"')
-_MEMBER = re.compile(rf"{_PATH}\s+in\s+config((?:\s*\.\s*[A-Za-z_]\w*)+)")
-_IDENTIFIER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(\s*\()?")
-_LITERAL_WORDS: Final = frozenset({"true", "false", "null", "in"})
-_LEADING_DOT: Final = re.compile(r"(?:^|[^\w\s)\]}'\"]|\bin)\s*\.\s*[A-Za-z_]")
-"""A dot that starts a name (``.workload``, ``f(.x)``) rather than selecting a field."""
 _MISSING: Final = object()
 
 
@@ -80,10 +72,6 @@ def _lookup(root: str, fields: tuple[str, ...], variables: Mapping[str, Any], bo
             return _MISSING
         value = value.get(name, _MISSING)
     return value
-
-
-def _fields(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(".")[1:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,87 +154,6 @@ class Guard:
         return self.decide(variables, body) is False
 
 
-def conjuncts(source: str) -> list[str] | None:
-    """``source`` split at its top-level ``&&``, or None when it cannot be split safely
-    (a top-level ``||`` or ``?:``, a comment, an unterminated, raw or triple-quoted
-    string)."""
-    return _split(source, "&&")
-
-
-def disjuncts(source: str) -> list[str] | None:
-    """``source`` (a conjunct, outer parentheses allowed) split at its top-level ``||``."""
-    text = source.strip()
-    if _enclosed(text):
-        text = text[1:-1]
-    return _split(text, "||")
-
-
-def _enclosed(text: str) -> bool:
-    """``(...)`` as one group: ``(a) && (b)`` is not (strings are checked by ``_split``)."""
-    if not (text.startswith("(") and text.endswith(")")):
-        return False
-    depth = 0
-    for index, char in enumerate(text):
-        depth += (char == "(") - (char == ")")
-        if depth == 0:
-            return index == len(text) - 1
-    return False
-
-
-def _split(source: str, operator: str) -> list[str] | None:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    index = 0
-    length = len(source)
-    while index < length:
-        char = source[index]
-        if char in "\"'":
-            if source.startswith(char * 3, index) or source[index - 1 : index] in ("r", "R"):
-                return None  # triple-quoted and raw strings are left to CEL
-            index += 1
-            while index < length and source[index] != char:
-                if source[index] == "\n":
-                    return None
-                index += 2 if source[index] == "\\" else 1
-            if index >= length:
-                return None
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif source.startswith("//", index) or (
-            depth == 0 and (char == "?" or (operator == "&&" and source.startswith("||", index)))
-        ):
-            return None  # a comment, a conditional, or an || binding looser than &&
-        elif depth == 0 and source.startswith(operator, index):
-            parts.append(source[start:index].strip())
-            start = index + 2
-            index += 1
-        index += 1
-    parts.append(source[start:].strip())
-    return parts if all(parts) and depth == 0 else None
-
-
-def strip_strings(text: str) -> str:
-    """``text`` with every plain quoted string literal emptied (``"..."`` and ``'...'``)."""
-    return re.sub(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", '""', text)
-
-
-def _reads_only_run_values(conjunct: str) -> bool:
-    text = strip_strings(conjunct)
-    if _LEADING_DOT.search(text):  # .workload names the global too: not followed here
-        return False
-    roots = {
-        match.group(1)
-        for match in _IDENTIFIER.finditer(text)
-        if match.group(2) is None  # a function call is not a variable
-    }
-    return bool(roots & RUN_VARIABLES) and roots <= RUN_VARIABLES | _LITERAL_WORDS
-
-
 def build(
     source: str, engine: Engine, run_values: Mapping[str, Any], params: Mapping[str, Any]
 ) -> Guard | None:
@@ -254,28 +161,25 @@ def build(
 
     ``run_values`` are the variables fixed for the whole run (``config``, ``cluster``).
     """
-    parts = conjuncts(source)
-    if parts is None or len(parts) < 1:
-        return None
     flags: list[Atom] = []
     any_of: list[tuple[Atom, ...]] = []
     never = False
     whole = True  # every conjunct is covered (a constant only when it is true)
-    for part in parts:
-        if iterates(part) or "{" in strip_strings(part):
+    for part in analyze(source).conjuncts:
+        if part.iterates or part.builds_map:
             # CEL may abort here (the iteration limit; a map literal whose keys turn out
             # equal): nothing from here on decides
             whole = False
             break
-        atom = _atom(part, run_values)
+        atom = _atom(part.test, run_values)
         if atom is not None:
             flags.append(atom)
-        elif _reads_only_run_values(part):
-            value = _constant(part, engine, run_values, params)
+        elif part.roots & RUN_VARIABLES and part.roots <= RUN_VARIABLES:
+            value = _constant(part.source, engine, run_values, params)
             never = never or value is False
             whole = whole and value is True
-        elif (alternatives := disjuncts(part)) is not None and len(alternatives) > 1:
-            either = [_atom(alternative, run_values) for alternative in alternatives]
+        elif len(part.alternatives) > 1:
+            either = [_atom(test, run_values) for test in part.alternatives]
             if all(either):
                 any_of.append(tuple(atom for atom in either if atom is not None))
             else:
@@ -287,18 +191,17 @@ def build(
     return Guard(never, tuple(flags), tuple(any_of), whole)
 
 
-def _atom(text: str, run_values: Mapping[str, Any]) -> Atom | None:
-    text = text.strip()
-    if (found := _FLAG.fullmatch(text)) is not None:
-        if found.group(2) in ROOTS:
-            return Flag(found.group(2), _fields(found.group(3)), found.group(1) == "!")
-    elif (found := _EQUALS.fullmatch(text)) is not None:
-        if found.group(1) in ROOTS:
-            return Equals(found.group(1), _fields(found.group(2)), found.group(3))
-    elif (found := _MEMBER.fullmatch(text)) is not None and found.group(1) in ROOTS:
-        values = _lookup("config", _fields(found.group(3)), run_values, None)
-        if isinstance(values, list) and all(isinstance(value, str) for value in values):
-            return Member(found.group(1), _fields(found.group(2)), frozenset(values))
+def _atom(test: PathTest | None, run_values: Mapping[str, Any]) -> Atom | None:
+    """The guard of a simple test of the subject's variables or ``object``."""
+    if test is None or test.root not in ROOTS:
+        return None
+    if test.kind == "flag":
+        return Flag(test.root, test.path, test.negated)
+    if test.kind == "equals":
+        return Equals(test.root, test.path, test.text)
+    values = _lookup("config", test.values, run_values, None)
+    if isinstance(values, list) and all(isinstance(value, str) for value in values):
+        return Member(test.root, test.path, frozenset(values))
     return None
 
 

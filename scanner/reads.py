@@ -6,21 +6,19 @@ A rule reads the kinds it reports on (its *subjects*: ``match.kinds`` of an obje
 rule, the kinds a derived subject is made from) and the kinds its verdicts are
 *joined* from: those its ``needs`` name, and those the model facts its expressions
 read come from. ``FACTS`` says where each fact of the model comes from
-(scanner/model/__init__.py, ``build_model``); a rule's expressions are read for the
-facts they name (as scanner/deferral.py reads them for ``workload``), and anything this
-reading cannot tell (a variable used whole, a field the table does not know, a string
-it cannot empty) counts as everything the variable may depend on.
+(scanner/model/__init__.py, ``build_model``); what a rule's expressions read comes from
+their parse (``scanner.cel.analysis``, as scanner/deferral.py reads it for
+``workload``), and what the table cannot tell (a variable read whole, a field it does
+not know) counts as everything the variable may depend on.
 tests/audit/test_reads.py checks the table against the model: a rule that still runs
 without a kind must judge the other kinds' objects exactly as before.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scanner.deferral import FIELD, readable
+from scanner.cel.analysis import ANY, RuleAnalysis
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.rules import Rule
@@ -135,49 +133,33 @@ FACTS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
 """CEL variable -> (kinds its value may depend on, kinds per field). A field not in the
 table (``"*"`` aside), or the variable used whole, counts as the whole variable."""
 
-_VARIABLE = re.compile(r"(?<![\w.])(" + "|".join(FACTS) + r")\b")
-_CONTAINER_SIGNATURE = re.compile(r"\.\s*signature\b|\[\s*(?:\"|[A-Za-z_])")
+_CONTAINER_SIGNATURE = ("containers", ANY, "signature")
 """Containers carry one joined fact, ``signature`` (scanner.model.signatures): a rule
-that names it, or indexes anything with a string or a variable (``c["signature"]``),
-reads the signature policies."""
+that may read it (by name, by an index with a value, or a container whole) reads the
+signature policies."""
 
 
-def fact_kinds(sources: Iterable[str]) -> frozenset[str]:
-    """The kinds the model facts that the CEL ``sources`` read may depend on.
+def fact_kinds(reading: RuleAnalysis) -> frozenset[str]:
+    """The kinds the model facts a rule reads may depend on.
 
-    Every use of a CEL variable of the model counts (a macro variable of the same name
-    too, which only adds kinds): ``workload.serviceAccount`` reads ServiceAccounts,
-    ``ns.defaultDeny`` NetworkPolicies, ``workload.ns.labels`` Namespaces. A variable used
-    whole, indexed, or with a field this table does not know counts whole; an expression
-    this reading cannot follow (``scanner.deferral``) reads every kind.
+    Every read of a CEL variable of the model counts: ``workload.serviceAccount`` reads
+    ServiceAccounts, ``ns.defaultDeny`` NetworkPolicies, ``workload.ns.labels``
+    Namespaces. A variable read whole, indexed with a value, or at a field this table
+    does not know counts whole.
     """
     kinds: set[str] = set()
-    for source in sources:
-        text = readable(source)
-        if text is None:
-            return ALL_KINDS
-        for match in _VARIABLE.finditer(text):
-            variable = match.group(1)
-            whole, fields = FACTS[variable]
-            field = FIELD.match(text, match.end())
-            if field is None or field.group(2) is not None:
+    for variable, (whole, fields) in FACTS.items():
+        for read in reading.of(variable):
+            path = read.path
+            if not path or path[0] is ANY:
                 kinds |= whole
-                continue
-            name = field.group(1)
-            if variable == "workload" and name == "ns":  # the namespace's facts, nested
-                nested = FIELD.match(text, field.end())
-                if nested is None or nested.group(2) is not None:
-                    kinds |= _NS_WHOLE
-                else:
-                    kinds |= _NS_FIELDS.get(nested.group(1), _NS_WHOLE)
-                continue
-            if (
-                variable == "workload"
-                and name == "containers"
-                and _CONTAINER_SIGNATURE.search(text)
-            ):
-                kinds |= _SIGNATURES
-            kinds |= fields.get(name, fields.get("*", whole))
+            elif variable == "workload" and path[0] == "ns":  # the namespace's facts, nested
+                nested = path[1] if len(path) > 1 else ANY
+                kinds |= _NS_WHOLE if nested is ANY else _NS_FIELDS.get(nested, _NS_WHOLE)
+            else:
+                kinds |= fields.get(path[0], fields.get("*", whole))
+    if reading.covers("workload", _CONTAINER_SIGNATURE):
+        kinds |= _SIGNATURES
     return frozenset(kinds)
 
 
@@ -217,24 +199,14 @@ def reads(rule: Rule) -> Reads:
     (``fact_kinds``), so a verdict never rests on a kind the audit could not read."""
     if rule.builtin or rule.doc.subject == "document":
         return Reads(_NONE, _NONE)
-    sources = _sources(rule)
+    reading = rule.analysis
     subjects = subject_kinds(rule)
-    joins = fact_kinds(sources) | rule.needs
-    if any(_REF_KEY.search(source) for source in sources):
+    joins = fact_kinds(reading) | rule.needs
+    if reading.refs:
         # Its findings may sit on other objects (``ref``): which ones a missing subject
         # would have placed cannot be told, so no subject kind may be missing.
         joins |= subjects
     return Reads(subjects, joins)
-
-
-_REF_KEY = re.compile(r"[\"']ref[\"']\s*:")
-
-
-def _sources(rule: Rule) -> list[str]:
-    programs = [rule.condition, rule.violations, *(program for _, program in rule.variables)]
-    for validation in rule.validations:
-        programs += [validation.expression, validation.message_expression]
-    return [program.source for program in programs if program is not None]
 
 
 def reported_kinds(rule: Rule) -> frozenset[str]:

@@ -1,4 +1,6 @@
-"""Which rule files already passed the rule schema, so a run need not import jsonschema.
+"""What a run learns about its rule files and keeps for the next: which files passed
+the rule schema, so a run need not import jsonschema, and what each expression reads,
+so a run need not parse the rules' CEL.
 
 Every run loads every rule file and validates it against ``rule.schema.json``.
 Importing jsonschema alone takes about 0.15 s on the project machine, close to half
@@ -17,15 +19,24 @@ let a broken rule file skip its checks. It is best effort: when it cannot be rea
 verified or written, rules are validated every time and nothing else changes. It only
 ever skips work whose result is already known for exactly that content; delete it at
 any time.
+
+The analyses of the rules' expressions (``scanner.cel.analysis``) are kept the same
+way, by the digest of each expression's text, in ``cel-analyses-<identity>`` (JSON),
+where the identity hashes the parser's and the analysis's code: a changed rule is a
+new text, a changed reader a new file. Only what poolgate analysed from rule files
+is kept, never CEL read from scanned input; an entry that does not read back (or
+does not verify) is parsed again.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from typing import Final
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from scanner import cachedir
+from scanner.cel import analysis
 
 FILE_NAME: Final = "validated-rules"
 MAX_ENTRIES: Final = 4096
@@ -59,3 +70,27 @@ def save(known: list[str], new: Iterable[str]) -> None:
     if len(entries) == len(known):
         return
     cachedir.write(FILE_NAME, ("\n".join(entries[-MAX_ENTRIES:]) + "\n").encode("ascii"))
+
+
+ANALYSES: Final = "cel-analyses"
+
+
+def load_analyses() -> dict[str, Any]:
+    """Digest of an expression's text -> its analysis as JSON ({} when none is kept)."""
+    data = cachedir.read(f"{ANALYSES}-{analysis.identity()}")
+    if data is None:
+        return {}
+    try:
+        entries = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def save_analyses(known: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """Add ``new`` analyses to ``known`` and write them atomically (errors ignored)."""
+    if not new.keys() - known.keys():
+        return
+    entries = list({**known, **new}.items())[-MAX_ENTRIES:]
+    text = json.dumps(dict(entries), separators=(",", ":"))  # ASCII: lone surrogates too
+    cachedir.write(f"{ANALYSES}-{analysis.identity()}", text.encode("ascii"))

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from scanner import rulecache
-from scanner.cel import Engine, Program, ResultKind
+from scanner.cel import Engine, Program, ResultKind, analysis
+from scanner.cel.analysis import RuleAnalysis, analyze_rule
 from scanner.config import Config
 from scanner.errors import CelError, RuleLoadError
 from scanner.findings import Level
@@ -79,6 +80,23 @@ class Rule:
     def builtin(self) -> bool:
         return self.violations is None and not self.validations
 
+    @property
+    def expressions(self) -> tuple[str, ...]:
+        """The text of every expression but the variables': the condition, the
+        violations, each validation's expression and message expression."""
+        programs = [self.condition, self.violations]
+        for validation in self.validations:
+            programs += [validation.expression, validation.message_expression]
+        return tuple(program.source for program in programs if program is not None)
+
+    @property
+    def analysis(self) -> RuleAnalysis:
+        """What the rule's CEL reads (``scanner.cel.analysis``), its variables followed.
+        Parsed when the rule loaded; a rule bound by ``scanner.bindings`` has no
+        variables left, so ask the rule as loaded."""
+        variables = tuple((name, program.source) for name, program in self.variables)
+        return analyze_rule(self.expressions, variables)
+
 
 def bundled_rules_dir() -> Path:
     """The rules shipped with poolgate: inside the wheel, or ``rules/`` of a checkout."""
@@ -133,6 +151,8 @@ def load_rules(
     rules: dict[str, Rule] = {}
     known = rulecache.load()
     validated = _Validated(frozenset(known))
+    kept = rulecache.load_analyses()
+    analysis.restore(kept)
     for name, text in _texts(directories, texts, problems):
         if text is None:
             continue
@@ -149,10 +169,23 @@ def load_rules(
         if not directory.is_dir():
             problems.append(f"{directory}: rule directory does not exist")
     rulecache.save(known, validated.passed)
+    rulecache.save_analyses(kept, _new_analyses(rules.values(), kept))
     engine.save_cache()
     if problems:
         raise RuleLoadError(problems)
     return [rules[key] for key in sorted(rules)]
+
+
+def _new_analyses(rules: Iterable[Rule], kept: Mapping[str, Any]) -> dict[str, Any]:
+    """The analyses of the expressions of ``rules`` (each analysed when it loaded) that
+    the rule cache does not hold yet, by digest."""
+    found: dict[str, Any] = {}
+    for rule in rules:
+        for source in (*rule.expressions, *(program.source for _, program in rule.variables)):
+            entry = analysis.digest(source)
+            if entry not in kept:
+                found[entry] = analysis.to_json(analysis.analyze(source))
+    return found
 
 
 @dataclass(slots=True)
@@ -267,7 +300,9 @@ def _compile(
 
     def compile_at(field_path: str, source: str, result: ResultKind) -> Program | None:
         try:
-            return engine.compile(source, result)
+            program = engine.compile(source, result)
+            analysis.analyze(source)  # what it reads: a rule the parser cannot read is refused
+            return program
         except CelError as error:
             line = _line(positions, field_path)
             where = f" (expression line {error.line}, column {error.column})" if error.line else ""

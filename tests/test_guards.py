@@ -14,7 +14,9 @@ from scanner import engine as engine_module
 from scanner import guards, pipeline
 from scanner.bindings import BIND_FROM
 from scanner.cel import cpp_available, get_engine
-from scanner.guards import Flag, build, build_guards, conjuncts
+from scanner.cel.analysis import PathTest, analyze
+from scanner.cel.parser import ParseError
+from scanner.guards import Flag, build, build_guards
 from scanner.model import build_model
 from scanner.sources.files import load_paths
 
@@ -33,17 +35,23 @@ RUN = {"config": {"require": {"runtimeClass": "nvidia", "imageDigestPin": False}
         ('x && "a && b" == y', ["x", '"a && b" == y']),
         ("f(a && b) && [c && d][0]", ["f(a && b)", "[c && d][0]"]),
         ("!workload.ns.platform", ["!workload.ns.platform"]),
-        ("a || b && c", None),  # && binds tighter: the top level is ||
-        ("a && b ? c : d", None),
-        ("a && // why\n b", None),
-        ("a && r'\\' == b", None),
-        ("a && '''x''' == b", None),
-        ("a && 'unterminated", None),
-        ("a && && b", None),
+        ("a || b && c", ["a || b && c"]),  # && binds tighter: the top level is ||
+        ("a && b ? c : d", ["a && b ? c : d"]),
+        ("(a && b) && c", ["a && b", "c"]),  # parentheses keep theirs together
+        ("a && // why && not\n b", ["a", "b"]),
+        ("a && r'\\d' == b", ["a", "r'\\d' == b"]),
+        ("a && '''x\n&&''' == b", ["a", "'''x\n&&''' == b"]),
+        ("a.?b.orValue(false) && [?c][0]", ["a.?b.orValue(false)", "[?c][0]"]),
     ],
 )
-def test_conditions_split_only_at_top_level_and(source: str, parts: list[str] | None) -> None:
-    assert conjuncts(source) == parts
+def test_conditions_split_only_at_top_level_and(source: str, parts: list[str]) -> None:
+    assert [part.source for part in analyze(source).conjuncts] == parts
+
+
+@pytest.mark.parametrize("source", ["a && 'unterminated", "a && && b"])
+def test_a_condition_that_does_not_parse_has_no_conjuncts(source: str) -> None:
+    with pytest.raises(ParseError):
+        analyze(source)
 
 
 @pytest.mark.parametrize(
@@ -179,20 +187,29 @@ def test_every_fixture_gives_the_same_findings_with_and_without_guards(
 
 
 @pytest.mark.parametrize(
-    ("source", "parts"),
+    ("source", "alternatives"),
     [
         (
             "(!workload.controlled || workload.runningShared)",
-            ["!workload.controlled", "workload.runningShared"],
+            [
+                PathTest("flag", "workload", ("controlled",), negated=True),
+                PathTest("flag", "workload", ("runningShared",)),
+            ],
         ),
-        ("(a) || (b)", ["(a)", "(b)"]),
-        ("a || b && c", ["a", "b && c"]),
-        ("(a || b", None),
-        ("a ? b : c", None),
+        (
+            "((a.b)) || (c.d == 'x')",
+            [PathTest("flag", "a", ("b",)), PathTest("equals", "c", ("d",), text="x")],
+        ),
+        ("a.b || b && c", [PathTest("flag", "a", ("b",)), None]),
+        ("a ? b : c", []),
+        ("a.b", []),
     ],
 )
-def test_disjunctions_split_at_top_level_or(source: str, parts: list[str] | None) -> None:
-    assert guards.disjuncts(source) == parts
+def test_disjunctions_split_at_top_level_or(
+    source: str, alternatives: list[PathTest | None]
+) -> None:
+    [conjunct] = analyze(source).conjuncts
+    assert list(conjunct.alternatives) == alternatives
 
 
 def test_a_disjunction_of_flags_rejects_only_when_every_flag_is_false() -> None:

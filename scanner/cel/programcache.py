@@ -8,7 +8,8 @@ is found only by the SHA-256 of its exact source text and required result kind, 
 the file's name carries the identity of everything a compiled program depends on:
 the cel-expr-python library file, the declared variables and functions, the nesting
 limit, poolgate's version, the source of the code that vets a program (``cpp.py``,
-``budget.py``) and this format. Anything else (a changed rule, another library
+``budget.py``, and the CEL reading that tells the nesting, ``analysis.code()``) and
+this format. Anything else (a changed rule, another library
 build, a stricter check) is a miss and compiles as before; a program is stored only
 after it compiled and passed every check. An entry that does not deserialize is a
 miss too. Old files of other identities stay until the cache directory is deleted.

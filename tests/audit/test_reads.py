@@ -20,6 +20,7 @@ import yaml
 
 from scanner import audit
 from scanner import reads as relation
+from scanner.cel.analysis import analyze_rule
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.rules import Rule
@@ -137,7 +138,7 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
     ],
 )
 def test_fact_kinds(source: str, kinds: set[str]) -> None:
-    assert relation.fact_kinds([source]) == kinds
+    assert relation.fact_kinds(analyze_rule((source,))) == kinds
 
 
 @pytest.mark.parametrize(
@@ -151,8 +152,8 @@ def test_fact_kinds(source: str, kinds: set[str]) -> None:
 def test_placement_reads_kueue_and_what_runs_where_does_not(source: str, queues: bool) -> None:
     """Found in review: what a node runs comes from live pods, never from a queue, so a
     rule about it must keep running when LocalQueues cannot be listed."""
-    assert (relation.fact_kinds([source]) >= KUEUE) is queues
-    assert not (KUEUE & relation.fact_kinds([source])) or queues
+    assert (relation.fact_kinds(analyze_rule((source,))) >= KUEUE) is queues
+    assert not (KUEUE & relation.fact_kinds(analyze_rule((source,)))) or queues
 
 
 @pytest.mark.parametrize(
@@ -161,11 +162,11 @@ def test_placement_reads_kueue_and_what_runs_where_does_not(source: str, queues:
         ("size(workload) > 0", relation.ALL_KINDS),  # used whole
         ("workload.someNewFact", relation.ALL_KINDS),  # a field the table does not know
         ("workload.ns.someNewFact", NAMESPACE_FACTS),
-        ('workload.podSpec == r"x"', relation.ALL_KINDS),  # a string this reading cannot empty
+        ("workload[x] == 1", relation.ALL_KINDS),  # indexed with a value
     ],
 )
 def test_what_cannot_be_told_reads_everything_it_might(source: str, kinds: frozenset[str]) -> None:
-    assert relation.fact_kinds([source]) == kinds
+    assert relation.fact_kinds(analyze_rule((source,))) == kinds
 
 
 # -- the relation against the model ----------------------------------------------------

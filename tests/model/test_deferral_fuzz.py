@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scanner.cel import ResultKind, get_engine
+from scanner.cel.analysis import analyze_rule
 from scanner.deferral import projection, reads_instance_facts_only, workload_fields
 from scanner.errors import CelError, CelEvalError
 from scanner.model import build_model
@@ -99,7 +100,7 @@ def _outcome(program: Any, engine: Any, facts: dict[str, Any]) -> tuple[str, obj
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expressions)
 def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
-    if not reads_instance_facts_only([source]):
+    if not reads_instance_facts_only(analyze_rule((source,))):
         return  # completed first: nothing to compare
     for name, engine, program in _compiled(source):
         for partial, complete in pods():
@@ -118,7 +119,7 @@ def workloads() -> list[dict[str, Any]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expressions)
 def test_an_expression_answers_on_the_fields_it_names_as_on_all(source: str) -> None:
-    named = workload_fields([source])
+    named = workload_fields(analyze_rule((source,)))
     if named is None:
         return  # reads the facts whole: the activation holds all of them
     for name, engine, program in _compiled(source):
@@ -138,7 +139,7 @@ def test_on_a_controlled_workload_the_fields_outside_never_run_branches_suffice(
     """``workload_fields(controlled=True)`` leaves out what only the ``else`` branch of
     a conditional on ``workload.controlled`` names: on a controlled workload (its
     instance facts, or all of them) that branch never runs, so the answer is the same."""
-    named = workload_fields([source], controlled=True)
+    named = workload_fields(analyze_rule((source,)), controlled=True)
     if named is None:
         return
     controlled = [facts for facts in workloads() if facts["controlled"] is True]
@@ -177,7 +178,7 @@ nested_expressions = st.recursive(leaves | _NESTED, _compound, max_leaves=6)
 
 def _projected(facts: dict[str, Any], source: str) -> dict[str, Any] | None:
     """What the engine's activation holds for ``source`` alone (scanner/engine.py)."""
-    found = projection([source])
+    found = projection(analyze_rule((source,)))
     if found is None:
         return None
     projected = {field: facts[field] for field in found if field in facts}

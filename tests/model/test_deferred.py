@@ -19,6 +19,7 @@ import pytest
 import scanner.pipeline
 from benchmarks.snapshot import write_snapshot
 from scanner import audit
+from scanner.cel.analysis import analyze_rule
 from scanner.deferral import reads_instance_facts_only
 from scanner.inventory import Inventory
 from scanner.model import Model, build_model
@@ -110,7 +111,6 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("(workload.controlled ? [] : workload.targets).map(t, t.pool)", True),
         ("{'a': workload.controlled ? 1 : size(workload.containers)}", True),
         ("workload.controlled ? (workload.gpu ? 1 : 2) : size(workload.containers)", True),
-        ("workload.controlled ? workload.gpu ? 1 : 2 : size(workload.containers)", True),
         ("{workload.controlled ? 'a' : size(workload.containers) > 1 ? 'b' : 'c': 1}", True),
         # any read of a deferred fact that may run
         ("workload.containers.map(c, c.name)", False),
@@ -132,13 +132,19 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("size(workload) > 3", False),
         ("workload.all(k, k != '')", False),
         ('workload["containers"]', False),
-        ('workload.name + r"\\"', False),
-        ('workload.name + """x"""', False),
-        ("workload.name // comment", False),
+        ("workload[x]", False),
+        ("[1].exists(workload, workload.controlled ? 1 : workload.targets)", True),
+        ("[1].exists(c, .workload.controlled ? 1 : size(.workload.targets) > 0)", True),
+        # comments, raw and triple-quoted strings, optional syntax: read from the parse
+        ('workload.name + r"\\d"', True),
+        ('workload.name + """x"""', True),
+        ("workload.name // comment, workload.targets", True),
+        ("workload.?name.orValue('')", True),
+        ("workload.?targets.orValue([])", False),
     ],
 )
 def test_which_rules_run_on_instance_facts(source: str, light: bool) -> None:
-    assert reads_instance_facts_only([source]) is light
+    assert reads_instance_facts_only(analyze_rule((source,))) is light
 
 
 def rule_file(rule_id: str, violations: str) -> str:
