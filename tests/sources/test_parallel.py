@@ -26,6 +26,13 @@ spec:
 """
 
 
+@pytest.fixture(autouse=True)
+def small_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test process's own size is not the subject (by this point of a suite run it
+    may hold over ``FORK_BELOW``); tests of the memory guard set it themselves."""
+    monkeypatch.setattr(forking, "resident_bytes", lambda: 0)
+
+
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(parallel, "MIN_FILES", 4)
