@@ -190,7 +190,7 @@ def child_environment(state: Path) -> dict[str, str]:
     """The environment poolgate runs in: this one, with its caches under ``state``.
 
     An installed poolgate has its modules compiled to bytecode (pip does that) and,
-    after its first run, a warm rule validation cache (scanner/rulecache.py). A
+    after its first run, a warm rule validation cache (scanner/ruleset/cache.py). A
     checkout run with ``PYTHONDONTWRITEBYTECODE=1`` would compile every module on every
     start instead (about 0.2 s here), which measures the environment, not poolgate.
     So bytecode goes to ``state/pycache`` (``PYTHONPYCACHEPREFIX``: nothing is written

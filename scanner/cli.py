@@ -17,12 +17,13 @@ from typing import Any, Final, TextIO
 
 import click
 
-from scanner import __version__, console, lifetime
+from scanner import __version__, console
 from scanner.cel import ENGINE_NAMES
 from scanner.console import echo
 from scanner.errors import PoolgateError, UsageError, printable
-from scanner.findings import INCOMPLETE_RULES
+from scanner.findings.records import INCOMPLETE_RULES
 from scanner.reporters import FORMATS
+from scanner.runtime import teardown
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED = (
     0,
@@ -245,8 +246,10 @@ def scan(
     from dataclasses import replace
     from functools import partial
 
-    from scanner import baseline, output, pipeline, policy
-    from scanner.reporters import writer_for
+    from scanner import pipeline
+    from scanner.config import policy
+    from scanner.findings import baseline
+    from scanner.reporters import output, writer_for
     from scanner.sources.rendered import RenderOptions
 
     destinations = output.pair(formats, outputs, _default_format())
@@ -370,7 +373,8 @@ def _audit_ruleset(
     cel_engine: str,
 ) -> tuple[Any, Any]:
     """(the ruleset of an audit or snapshot, the record of its policy)."""
-    from scanner import pipeline, policy
+    from scanner import pipeline
+    from scanner.config import policy
 
     chosen = policy.from_work_tree([], config_file, None, rule_dirs)
     _warn_all(chosen.loaded.warnings)
@@ -395,7 +399,7 @@ def _read_live(
     progress: bool,
 ) -> Any:
     """The objects ``ruleset``'s rules read, listed from the cluster (a Capture)."""
-    from scanner import audit as auditing
+    from scanner.audit import run as auditing
     from scanner.sources.cluster import Settings, Target
 
     return auditing.read_cluster(
@@ -460,12 +464,13 @@ def audit(
     from dataclasses import replace
     from functools import partial
 
-    from scanner import audit as auditing
-    from scanner import drift, output, pipeline
-    from scanner.deadline import READING_SHARE, Deadline
-    from scanner.engine import start_helper
+    from scanner import pipeline
+    from scanner.audit import run as auditing
     from scanner.errors import UsageError
-    from scanner.reporters import writer_for
+    from scanner.evaluate.engine import start_helper
+    from scanner.findings import drift
+    from scanner.reporters import output, writer_for
+    from scanner.runtime.deadline import READING_SHARE, Deadline
     from scanner.sources import snapshot
 
     run_deadline = Deadline.after(deadline)
@@ -483,13 +488,13 @@ def audit(
             ) from None
     ruleset, record = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
     # Forked now, while this process is small: a large cluster's objects would make a
-    # later fork's copied pages cost memory (scanner/forking.py, Helper).
+    # later fork's copied pages cost memory (scanner/runtime/executors.py, Helper).
     helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
     try:
         if snapshot_file is not None:
             capture = snapshot.read(snapshot_file, kube_context)
         else:
-            reading = deadline * READING_SHARE  # the rest is the rules' (scanner/deadline.py)
+            reading = deadline * READING_SHARE  # the rest is the rules' (runtime/deadline.py)
             capture = _read_live(
                 ruleset, kubeconfig, kube_context, page_size, request_timeout, reading, progress
             )
@@ -497,7 +502,7 @@ def audit(
             capture, ruleset, now=now, helper=helper, deadline=run_deadline
         )
         report = replace(report, policy=record)
-        lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
+        teardown.keep(capture)  # a cluster's objects, held to the end (scanner.runtime.teardown)
     finally:
         if helper is not None:
             helper.close()
@@ -518,7 +523,7 @@ def audit(
         if changes is not None:
             write = drift.wrap(destination.format, write, changes)
         output.write(destination, partial(write, shown))
-    lifetime.keep(report)
+    teardown.keep(report)
     return pipeline.exit_code(report, fail_on)
 
 
@@ -567,8 +572,9 @@ def snapshot_command(
     """
     from functools import partial
 
-    from scanner import audit as auditing
-    from scanner import output, redaction
+    from scanner.audit import redaction
+    from scanner.audit import run as auditing
+    from scanner.reporters import output
     from scanner.sources import snapshot
 
     destination = output.Destination("json", output_file)
@@ -609,7 +615,7 @@ def rules() -> None:
 @with_rule_options
 def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     """Every rule: id, level, name, summary."""
-    from scanner import catalog
+    from scanner.ruleset import catalog
 
     echo(catalog.render_list(_all_rules(rule_dirs, cel_engine), fmt), nl=False)
     return EXIT_OK
@@ -620,8 +626,8 @@ def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
 @with_rule_options
 def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     """The full documentation of one rule."""
-    from scanner import catalog
     from scanner.errors import UsageError
+    from scanner.ruleset import catalog
 
     wanted = rule_id.strip().upper()
     for rule in _all_rules(rule_dirs, cel_engine):
@@ -645,7 +651,8 @@ def rules_test(
     A fixture directory is named by rule id. Files named fire*.yaml mark each line a
     finding is expected on with "# expect: <ID>"; files named pass*.yaml must stay silent.
     """
-    from scanner import pipeline, ruletest
+    from scanner import pipeline
+    from scanner.ruleset import fixtures as ruletest
 
     ruleset = pipeline.load_ruleset(
         pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, enable_all=True)
@@ -671,7 +678,8 @@ def config_group() -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def config_init(path: str, force: bool) -> int:
     """Write a commented .poolgate.yaml holding the defaults (PATH: file or directory)."""
-    from scanner import configfile, output
+    from scanner.config import file as configfile
+    from scanner.reporters import output
 
     target = configfile.init_target(path, force)
     output.refuse_link_out_of_checkout(target, "config init")
@@ -696,8 +704,10 @@ def config_validate(file: Path | None, rule_dirs: tuple[Path, ...], cel_engine: 
     """
     import datetime
 
-    from scanner import configfile, pipeline, suppress
+    from scanner import pipeline
+    from scanner.config import file as configfile
     from scanner.errors import ConfigError
+    from scanner.findings import suppress
 
     if file is None:
         found = configfile.discover(Path.cwd())
@@ -748,7 +758,7 @@ def _note(message: str) -> None:
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Any]:
     from scanner.cel import get_engine
-    from scanner.rules import bundled_rules_dir, load_rules
+    from scanner.ruleset.load import bundled_rules_dir, load_rules
 
     return load_rules([bundled_rules_dir(), *rule_dirs], get_engine(cel_engine))
 
@@ -799,13 +809,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     made the first collections after the evaluation traverse the whole model (the
     young generation, then the middle one) while the reports were written. What the
     stages are done with is held, not freed, and the process ends without the
-    interpreter's teardown once its output is flushed (``scanner.lifetime``): freeing
+    interpreter's teardown once its output is flushed (``scanner.runtime.teardown``): freeing
     it all only gave memory back to a process about to end. Library callers (``run``)
     keep the collector as they set it, and their objects are freed as usual.
     """
     gc.disable()
-    lifetime.keep_until_exit()
-    lifetime.end(run(argv))
+    teardown.keep_until_exit()
+    teardown.end(run(argv))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -64,8 +64,8 @@ class Origin:
     overlays of one base both carry the base's."""
 
     def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str, str]]:
-        """Pickled as its fields (``scanner.findings.Finding.__reduce__``): a helper
-        process gets one with every workload it evaluates (scanner/engine.py)."""
+        """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``): a helper
+        process gets one with every workload it evaluates (scanner/evaluate/engine.py)."""
         return (
             Origin,
             (self.uri, self.document_index, self.line, self.column, self.source_type, self.unit),
@@ -146,7 +146,7 @@ class ObjectRef:
     name: str
 
     def __reduce__(self) -> tuple[type[ObjectRef], tuple[str, str, str, str]]:
-        """Pickled as its fields (``scanner.findings.Finding.__reduce__``)."""
+        """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``)."""
         return (ObjectRef, (self.api_version, self.kind, self.namespace, self.name))
 
     @property

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__, baseline, configfile, duplicates, forking, suppress
+from scanner import __version__
 from scanner.cel import Engine, get_engine
-from scanner.config import Config
-from scanner.deadline import Deadline
-from scanner.engine import HelperContext, document_findings, evaluate
+from scanner.config import file as configfile
+from scanner.config.values import Config
 from scanner.errors import UsageError
-from scanner.findings import (
+from scanner.evaluate.engine import HelperContext, document_findings, evaluate
+from scanner.findings import baseline, suppress
+from scanner.findings.records import (
     INCOMPLETE_RULES,
     Finding,
     Level,
@@ -30,11 +31,20 @@ from scanner.findings import (
     sort_findings,
 )
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
-from scanner.model import Model, build_model
+from scanner.model import Model, build_model, duplicates
 from scanner.model.cluster import ClusterScope
 from scanner.model.pools import MAX_REACH
 from scanner.reporters import Report, RunStats
-from scanner.rules import DOCUMENT_RULES, Rule, RuleText, bundled_rules_dir, load_rules, select
+from scanner.ruleset.load import (
+    DOCUMENT_RULES,
+    Rule,
+    RuleText,
+    bundled_rules_dir,
+    load_rules,
+    select,
+)
+from scanner.runtime import executors as forking
+from scanner.runtime.deadline import Deadline
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
     NOTHING_EXCLUDED,
@@ -43,7 +53,7 @@ from scanner.sources.files import (
     load_paths,
 )
 from scanner.sources.rendered import RenderOptions, render_directories
-from scanner.sources.yamldoc import collector_paused
+from scanner.sources.yaml.document import collector_paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,7 @@ class ScanOptions:
     """``scan`` or ``audit``: rules whose ``modes`` leave this one out do not run
     (``enable_all`` runs them anyway: fixture tests cover audit-only rules too)."""
     rule_texts: Sequence[RuleText] = ()
-    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.policy``)."""
+    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.config.policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +218,7 @@ def evaluate_inventory(
     cluster was read, fixture tests a fixed time; default the current time. ``scope``
     is the cluster an audit read (its context and the kinds listed to the end);
     default: a scan of manifests. ``helper``: a process started while this one was
-    small (``scanner.engine.start_helper``) that may take part of the evaluation.
+    small (``scanner.evaluate.engine.start_helper``) that may take part of the evaluation.
     ``deadline`` (an audit's): no subject is evaluated once it has passed, and an error
     notification names the rules that did not finish (``RunStats.unfinished``)."""
     # The model's facts and the findings live to the end of the run, like the

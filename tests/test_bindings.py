@@ -1,4 +1,4 @@
-"""Rule variables bound inside one expression (scanner/bindings.py) mean what they meant
+"""Rule variables bound inside one expression (scanner/evaluate/optimize/binding.py) mean what they meant
 with one activation per variable: same values, same order, same errors."""
 
 from __future__ import annotations
@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
-from scanner import bindings, pipeline
-from scanner import engine as engine_module
-from scanner.bindings import BIND_FROM, bind_rules, let_source
+from scanner import pipeline
 from scanner.cel import Engine, ResultKind, cpp_available, get_engine
 from scanner.errors import CelEvalError
-from scanner.findings import Level
+from scanner.evaluate import engine as engine_module
+from scanner.evaluate.optimize import binding as bindings
+from scanner.evaluate.optimize.binding import BIND_FROM, bind_rules, let_source
+from scanner.findings.records import Level
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject
-from scanner.ruledoc import RuleDoc
-from scanner.rules import Rule, Validation
+from scanner.ruleset.docs import RuleDoc
+from scanner.ruleset.load import Rule, Validation
 from scanner.sources.files import load_paths
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scanner import configfile
-from scanner.config import AdminSubject, Config, Exemption, Require
+from scanner.config import file as configfile
+from scanner.config.values import AdminSubject, Config, Exemption, Require
 from scanner.errors import ConfigError, UsageError
-from scanner.findings import Level
+from scanner.findings.records import Level
 from scanner.pipeline import ScanOptions, load_ruleset, scan_paths
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scanner.cel import ResultKind
-from scanner.engine import document_findings, evaluate
 from scanner.errors import CelEvalError
-from scanner.findings import Level, Outcome
+from scanner.evaluate.engine import document_findings, evaluate
+from scanner.findings.records import Level, Outcome
 from scanner.inventory import InvalidDocument, KubeObject, LineMap, Origin
 from scanner.model import Subject
-from scanner.ruledoc import RuleDoc
-from scanner.rules import Rule, Validation
+from scanner.ruleset.docs import RuleDoc
+from scanner.ruleset.load import Rule, Validation
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Match conditions decided in Python (scanner/guards.py) agree with CEL: a guard may
+"""Match conditions decided in Python (scanner/evaluate/optimize/guards.py) agree with CEL: a guard may
 only reject what the whole condition rejects, and only accept what it accepts."""
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from scanner import engine as engine_module
-from scanner import guards, pipeline
-from scanner.bindings import BIND_FROM
+from scanner import pipeline
 from scanner.cel import cpp_available, get_engine
 from scanner.cel.analysis import PathTest, analyze
 from scanner.cel.parser import ParseError
-from scanner.guards import Flag, build, build_guards
+from scanner.evaluate import engine as engine_module
+from scanner.evaluate.optimize import guards
+from scanner.evaluate.optimize.binding import BIND_FROM
+from scanner.evaluate.optimize.guards import Flag, build, build_guards
 from scanner.model import build_model
 from scanner.sources.files import load_paths
 

@@ -1,7 +1,7 @@
 """A plain scan imports only what it uses: the pre-commit path pays for every import.
 
 kubernetes (audit), sarif_om (SARIF reports), celpy (the pure-Python CEL engine) and,
-once the rule files are known to pass their schema (scanner/rulecache.py), jsonschema
+once the rule files are known to pass their schema (scanner/ruleset/cache.py), jsonschema
 stay unimported on a cpp text or json scan; so does poolgate's CEL parser once the
 rule cache holds what each rule reads.
 """
@@ -63,5 +63,5 @@ def test_scan_imports_no_heavy_optional_modules(tmp_path: Path, fmt: str) -> Non
     code, second, modules = _scan(tmp_path, *argv)
     assert code == 0
     assert not set(NEVER) & second
-    assert "subprocess" not in second  # no git process without --policy-ref (scanner.gitref)
+    assert "subprocess" not in second  # no git process without --policy-ref (scanner.config.gitref)
     assert not PARSER & modules

@@ -1,4 +1,4 @@
-"""Evaluation on two processes (scanner/engine.py, scanner/forking.py) gives the
+"""Evaluation on two processes (scanner/evaluate/engine.py, scanner/runtime/executors.py) gives the
 findings of one process, in the same order, and survives a child that fails."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from scanner import engine, forking, pipeline
-from scanner.deadline import Deadline
-from scanner.findings import Finding
+from scanner import pipeline
+from scanner.evaluate import engine
+from scanner.findings.records import Finding
+from scanner.runtime import executors as forking
+from scanner.runtime.deadline import Deadline
 from scanner.sources.files import load_paths
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,7 +92,7 @@ def test_no_second_process_once_this_one_is_large(monkeypatch: pytest.MonkeyPatc
     assert forking.resident_bytes() > 0 or forking.sys.platform != "linux"
 
 
-# -- a helper process started early (scanner/forking.py Helper, scanner/engine.py) ----
+# -- a helper process started early (scanner/runtime/executors.py Helper, scanner/evaluate/engine.py) ----
 
 
 def _helper_run(

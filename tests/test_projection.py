@@ -1,5 +1,5 @@
-"""A workload's activation holds only the fields its rules may read (scanner/engine.py,
-``workload_fields`` in scanner/deferral.py), and the findings do not depend on it.
+"""A workload's activation holds only the fields its rules may read (scanner/evaluate/engine.py,
+``workload_fields`` in scanner/evaluate/optimize/projection.py), and the findings do not depend on it.
 
 cel-expr-python converts a variable whole the first time an expression reads it, so
 converting fields no rule names is wasted time. No cluster is available here: the
@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from benchmarks.snapshot import write_snapshot
-from scanner import audit, engine, pipeline
+from scanner import pipeline
+from scanner.audit import run as audit
 from scanner.cel import cpp_available
 from scanner.cel.analysis import analyze_rule
-from scanner.deferral import projection, workload_fields
+from scanner.evaluate import engine
+from scanner.evaluate.optimize.projection import projection, workload_fields
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
 from scanner.sources.files import load_paths

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from scanner import cachedir, rulecache, rules
 from scanner.cel import get_engine
 from scanner.errors import RuleLoadError
+from scanner.ruleset import cache as rulecache
+from scanner.ruleset import load as rules
+from scanner.runtime import cachedir
 
 RULE = """\
 id: PG901

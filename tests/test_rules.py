@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from scanner.cel import get_engine
-from scanner.config import Config, RuleOverride
+from scanner.config.values import Config, RuleOverride
 from scanner.errors import RuleLoadError
-from scanner.findings import Level
-from scanner.rules import RuleText, bundled_rules_dir, load_rules, select
+from scanner.findings.records import Level
+from scanner.ruleset.load import RuleText, bundled_rules_dir, load_rules, select
 
 GOOD = """\
 id: ACME001

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from cli_run import poolgate
 
-from scanner.config import Config, Exemption
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
+from scanner.config.values import Config, Exemption
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
+from scanner.findings.suppress import apply, exemption_matches, exemption_problem, parse_ignore
 from scanner.inventory import ObjectRef, Origin
-from scanner.sources.yamldoc import parse_stream
-from scanner.suppress import apply, exemption_matches, exemption_problem, parse_ignore
+from scanner.sources.yaml.document import parse_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 KNOWN = frozenset({"PG004", "PG301", "PG302", "PG401", "PG501"})

@@ -5,13 +5,14 @@ it, asks here, and this module reads the CEL only through its parse
 (``scanner.cel.parser``), so a ``//`` comment, a raw string or optional syntax
 (``a.?b``) changes nothing:
 
-* ``scanner.audit``'s read plan (``scanner.reads``): the model facts each rule reads;
-* projection and deferral (``scanner.deferral``): which fields of ``workload`` a rule
-  may read, and whether it reads only a controlled workload's instance facts;
-* guards (``scanner.guards``): a condition's top-level conjuncts and the simple tests
-  among them;
+* ``scanner.audit.run``'s read plan (``scanner.audit.reads``): the model facts each rule reads;
+* projection and deferral (``scanner.evaluate.optimize.projection``): which fields of
+  ``workload`` a rule may read, and whether it reads only a controlled workload's instance facts;
+* guards (``scanner.evaluate.optimize.guards``): a condition's top-level conjuncts and
+  the simple tests among them;
 * the comprehension nesting limit (``scanner.cel.budget``);
-* binding of rule variables (``scanner.bindings``): which expressions read ``variables``;
+* binding of rule variables (``scanner.evaluate.optimize.binding``): which expressions
+  read ``variables``;
 * the CEL of scanned admission policies and DeviceClasses (``scanner.model.admission``,
   ``scanner.model.dra``): the names they mention and the constants they compare.
 
@@ -35,7 +36,7 @@ A rule's reads (``analyze_rule``) resolve ``variables.<name>`` to what the varia
 expression is made of, reach each variable's value (it is evaluated whether used or
 not), and read each other expression's value whole (the engine does).
 
-The parse of every bundled rule is kept between runs (``scanner.rulecache``), so a
+The parse of every bundled rule is kept between runs (``scanner.ruleset.cache``), so a
 warm start does not parse.
 """
 

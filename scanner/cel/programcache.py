@@ -14,7 +14,7 @@ build, a stricter check) is a miss and compiles as before; a program is stored o
 after it compiled and passed every check. An entry that does not deserialize is a
 miss too. Old files of other identities stay until the cache directory is deleted.
 
-The file lives in poolgate's cache directory (``scanner.cachedir``) and holds records
+The file lives in poolgate's cache directory (``scanner.runtime.cachedir``) and holds records
 of a 16-byte key, a 4-byte big-endian length and the serialized program, after the
 HMAC that ``cachedir`` checks: a restored program skips the type and nesting checks,
 so one that poolgate did not store itself (``[]`` under a rule's key silences the
@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from scanner import cachedir
+from scanner.runtime import cachedir
 
 FORMAT: Final = 2
 MAX_ENTRIES: Final = 4096

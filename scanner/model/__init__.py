@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
@@ -52,7 +52,7 @@ class Subject(NamedTuple):
     complete: Callable[[], object] | None = None
     """Computes the rest of ``variables`` in place (a controlled workload's deferred
     facts, ``scanner.model.workloads``): the engine calls it before the first rule
-    that may read them (``scanner.deferral``)."""
+    that may read them (``scanner.evaluate.optimize.projection``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scanner.cel.analysis import analyze
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.errors import CelError
 from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group

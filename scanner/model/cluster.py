@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.admission import admission_facts
 from scanner.model.index import ObjectIndex

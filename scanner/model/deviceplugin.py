@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
 from scanner.model.index import ObjectIndex
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources.yaml.document import parse_plain
 
 CLUSTER_POLICY = "ClusterPolicy"
 RESOURCE_PREFIX = "nvidia.com/"

@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import namespace_of
+from scanner.model.wildcards import Dialect, matches
 from scanner.model.workloads import Join, Workload, join_complete
-from scanner.wildcards import Dialect, matches
 
 AZURE_CLIENT_ID = "azure.workload.identity/client-id"
 AZURE_USE_LABEL = "azure.workload.identity/use"
@@ -104,7 +104,7 @@ def pod_identity_associations(index: ObjectIndex) -> dict[tuple[str, str], str]:
 
 def _listed(key: tuple[str, str], patterns: Sequence[str]) -> bool:
     """Whether config ``workloadIdentityAccounts`` names ``namespace/name``: globs as
-    ``fnmatch`` reads them, matched without backtracking (``scanner.wildcards``)."""
+    ``fnmatch`` reads them, matched without backtracking (``scanner.model.wildcards``)."""
     name = f"{key[0]}/{key[1]}"
     return any(matches(pattern, name, Dialect.FNMATCH) for pattern in patterns)
 

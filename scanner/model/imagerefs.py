@@ -22,7 +22,7 @@ functions here, written after the projects' own code and tests:
   (the tag dropped). ``imageReferences`` are wildcards where ``*`` matches any
   run of characters *including* ``/`` and ``?`` exactly one character.
 
-The patterns are the input's, so both are matched by ``scanner.wildcards``, which
+The patterns are the input's, so both are matched by ``scanner.model.wildcards``, which
 never backtracks (a regular expression made of ``*a*a*a*a*a*a*a*a*a*a*!`` took
 minutes on an image of sixty ``a``).
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from scanner.wildcards import Dialect, Wildcard, compile_pattern
+from scanner.model.wildcards import Dialect, Wildcard, compile_pattern
 
 DOCKER_HUB = "index.docker.io"
 """go-containerregistry's name for Docker Hub (``docker.io`` is an alias of it)."""

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Workload

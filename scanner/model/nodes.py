@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, as_mapping, join_path
 from scanner.model.deviceplugin import Setup
 from scanner.model.index import ObjectIndex

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, is_mapping
 from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import required_terms, selects, untolerated

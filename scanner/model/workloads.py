@@ -41,7 +41,7 @@ decides. So the model gives a controlled workload its *instance facts* at once
 (``INSTANCE_FACTS``: the identity of the object, ``podSpec``, ``gpu``, ``draClaims``,
 ``pending``, ``controlled``; then ``ns``, ``runningNode``, ``runningShared``,
 ``trustDomain`` and ``poolsKnown`` from the model's joins) and the rest when a rule
-needs it (``Workload.complete``, called by the engine as ``scanner.deferral``
+needs it (``Workload.complete``, called by the engine as ``scanner.evaluate.optimize.projection``
 decides): the template facts above, then the joins that ``build_model`` registered
 (targets, service account, RuntimeClass, pod security, signatures). Complete facts
 are the same as those computed at once (``build_model(defer=False)``); the tests
@@ -133,8 +133,9 @@ INSTANCE_FACTS: Final = frozenset(
         "trustDomain",
     }
 )
-"""The facts a deferred workload has before ``complete()`` (scanner/deferral.py relies
-on the list being exact; a test compares it with the facts)."""
+"""The facts a deferred workload has before ``complete()``
+(scanner/evaluate/optimize/projection.py relies on the list being exact; a test compares
+it with the facts)."""
 
 Join = Callable[[Workload], None]
 """A model join for one workload: sets facts that depend on other objects."""

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from scanner.findings import Finding, Level, Notification
-from scanner.provenance import PolicyRecord
-from scanner.ruledoc import RuleDoc
+from scanner.config.provenance import PolicyRecord
+from scanner.findings.records import Finding, Level, Notification
+from scanner.ruleset.docs import RuleDoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class Report:
     stats: RunStats = field(default_factory=RunStats)
     policy: PolicyRecord | None = None
     """The configuration, rule files and baseline the run used, with digests
-    (``scanner.provenance``); ``None`` when the caller did not record it."""
+    (``scanner.config.provenance``); ``None`` when the caller did not record it."""
     show_suppressed: bool = False
     color: bool = False
     verbose: bool = False

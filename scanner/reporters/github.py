@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from scanner.findings import Finding, Level, Notification, Outcome
+from scanner.findings.records import Finding, Level, Notification, Outcome
 from scanner.reporters import Report
 from scanner.reporters.tally import summary_line, tally
 from scanner.reporters.text import safe

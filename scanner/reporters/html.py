@@ -7,7 +7,7 @@ Top to bottom::
     Summary              the summary line the text report ends with, the config the run
                          used (source, SHA-256), a table of counts, and a banner when
                          the results are incomplete
-    Since the last audit only with ``audit --compare`` (scanner/drift.py)
+    Since the last audit only with ``audit --compare`` (scanner/findings/drift.py)
     Notifications        what could not be read or evaluated; always present
     Findings             one table per file or ``cluster://`` URI, in the run's order
     Rules                every rule of the run, each an anchor its findings link to
@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from typing import NamedTuple, TextIO
 from urllib.parse import urlsplit
 
-from scanner.findings import Finding, Level, Notification, Outcome
+from scanner.findings.records import Finding, Level, Notification, Outcome
 from scanner.reporters import Report
 from scanner.reporters.tally import Tally, plural, summary_line, tally
 from scanner.reporters.text import safe
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 
 class ChangeRow(NamedTuple):

@@ -61,7 +61,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
-from scanner.findings import Finding, Notification
+from scanner.findings.records import Finding, Notification
 from scanner.reporters import Report
 from scanner.reporters.tally import tally
 
@@ -78,7 +78,7 @@ def write(
     """Write the whole report as one JSON document followed by a newline.
 
     ``states`` (fingerprint -> state) adds a ``drift`` key to those findings, and
-    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/drift.py)
+    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/findings/drift.py)
     writes its report through here too.
 
     The text is exactly ``json.dumps(to_document(report), indent=2,

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
-from scanner.findings import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
+from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
 from scanner.reporters import Report
-from scanner.ruledoc import HELP_URI, RuleDoc
+from scanner.ruleset.docs import HELP_URI, RuleDoc
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/poolgate/poolgate"
@@ -65,7 +65,7 @@ def write(report: Report, stream: TextIO, *, states: Mapping[str, str] | None = 
     """Write one SARIF log with a single run, indented by 2: exactly
     ``json.dumps(build_log(report), indent=2, ensure_ascii=False)`` and a newline.
     ``states`` (fingerprint -> ``new`` | ``unchanged``) gives those results a
-    ``baselineState``, last (``--compare``, scanner/drift.py).
+    ``baselineState``, last (``--compare``, scanner/findings/drift.py).
 
     The results are built and written ``WRITE_BATCH`` at a time, in their place in
     the log: as one text (their objects, their JSON data and the whole log at once)

@@ -15,7 +15,7 @@ Findings are grouped under their file so a long run stays scannable, yet each
 line repeats ``uri:line:col`` so editors and terminals can jump to it. Rule
 errors say ``rule-error`` instead of a level: a rule that could not run is not
 a verdict on the manifest. The line before the summary names the configuration
-the run used, where it came from and its SHA-256 (``scanner.provenance``).
+the run used, where it came from and its SHA-256 (``scanner.config.provenance``).
 Manifests come from untrusted pull requests, so
 control characters in messages are escaped before they reach a terminal.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from scanner.errors import printable
-from scanner.findings import Finding, Notification, Outcome
+from scanner.findings.records import Finding, Notification, Outcome
 from scanner.reporters import Report
 from scanner.reporters.tally import summary_line, tally
 

@@ -56,7 +56,7 @@ from scanner.sources.rendered import (
     which,
 )
 from scanner.sources.resources import RESOURCES
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 INSTALL_URL: Final = "https://helm.sh/docs/intro/install/"
 SOURCE_TYPE: Final = "helm"

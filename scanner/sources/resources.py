@@ -157,7 +157,7 @@ REVISION: int = max(resource.since for resource in RESOURCES)
 """This table's revision, recorded in every snapshot (``poolgate.io/kinds-revision``).
 A kind added to the table gets ``since=REVISION + 1``, so an audit of an older snapshot
 knows the kind was not left out by the rules it was taken with, but by the poolgate
-that wrote it (scanner.audit.coverage)."""
+that wrote it (scanner.audit.run.coverage)."""
 
 FORBIDDEN_RESOURCES: frozenset[str] = frozenset({"secrets"})
 """Never listed, whatever a rule asks for."""

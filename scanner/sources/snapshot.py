@@ -16,7 +16,7 @@ poolgate records what it knows about the capture in the List's
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
   ``failed``), so auditing the snapshot says exactly what the live audit said;
 * ``poolgate.io/omitted``: JSON object of what the snapshot left out because no
-  rule it was taken with reads it (``scanner.redaction``: ``env-values``,
+  rule it was taken with reads it (``scanner.audit.redaction``: ``env-values``,
   ``last-applied``), each with the kinds it was left out of, so an audit with other
   rules knows which of them cannot run on it.
 
@@ -27,7 +27,7 @@ Any other ``List`` works too (``kubectl get nodes,pods -A -o yaml``, or a
 annotations the context is ``--context`` (or ``snapshot``) and the audit time is now.
 Such a file does not say what was listed, so the audit takes the objects of each kind
 it holds as all there are, and a kind it does not hold as unknown, never as none
-(``scanner.audit.coverage``: a rule that ``needs`` it does not run, and ``--compare``
+(``scanner.audit.run.coverage``: a rule that ``needs`` it does not run, and ``--compare``
 calls earlier findings of the rules that read it unverified, not resolved).
 
 A file with no List and no object (empty: what a failed ``kubectl get ... > FILE``
@@ -55,9 +55,9 @@ from urllib.parse import quote
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin, is_mapping
-from scanner.sources import numbers, surrogates
 from scanner.sources.resources import REVISION
-from scanner.sources.yamldoc import collector_paused
+from scanner.sources.yaml import numbers, surrogates
+from scanner.sources.yaml.document import collector_paused
 
 SCHEME = "cluster://"
 SOURCE_TYPE = "cluster"
@@ -80,7 +80,7 @@ KindKey = tuple[str, str]
 """(API group, kind)."""
 
 Omitted = dict[str, frozenset[str]]
-"""What a snapshot left out (``scanner.redaction.WHAT``) -> the kinds it left it out of."""
+"""What a snapshot left out (``scanner.audit.redaction.WHAT``) -> the kinds it left it out of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,13 +332,13 @@ def _parse(path: str, text: str, data: bytes) -> list[Any]:
 
 
 def _parse_yaml(path: str, text: str) -> list[Any]:
-    """Read exactly as manifests are (``parse_plain``, scanner/sources/yamlwalk.py):
+    """Read exactly as manifests are (``parse_plain``, scanner/sources/yaml/walk.py):
     the same safety (no tag is ever honoured, alias expansion and nesting are bounded)
     and the same values, those the API server would store and CEL can hold. A
     document that does not parse or is refused is a usage error with its position; a
     duplicate key keeps the last value, as the API server's decoding does."""
-    from scanner.sources.yamldoc import DUPLICATE_KEY, parse_plain
-    from scanner.sources.yamllimits import MAX_NODES
+    from scanner.sources.yaml.document import DUPLICATE_KEY, parse_plain
+    from scanner.sources.yaml.limits import MAX_NODES
 
     # A kubectl List is one document holding every object: its node count is bounded
     # by the text's length (aliases aside, whose expansion parse_plain bounds), not by

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from scanner import audit, drift
-from scanner.config import Config, Require
-from scanner.findings import Finding
+from scanner.audit import run as audit
+from scanner.audit.reads import reads
+from scanner.config.values import Config, Require
+from scanner.findings import drift
+from scanner.findings.records import Finding
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.reads import reads
 from scanner.reporters import Report, writer_for
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, Unavailable

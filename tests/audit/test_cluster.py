@@ -298,7 +298,7 @@ def test_past_the_deadline_the_remaining_kinds_are_not_read(
     timeouts and the backoff (307 s at the defaults), so the nightly Job was killed at
     its activeDeadlineSeconds with no report at all. Past the deadline no request is
     made and no backoff waited for; every kind left is not read, never none."""
-    from scanner.audit import capture_live
+    from scanner.audit.run import capture_live
 
     clock = Clock()
     cluster = connected(lab, pki, tmp_path, deadline=10.0, clock=clock, sleep=clock.sleep)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scanner import audit
+from scanner.audit import run as audit
 from scanner.kinds import RESOURCE_CLAIM_KINDS, WORKLOAD_KINDS, WORKLOAD_TABLE
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.sources.resources import RESOURCES

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scanner import drift
 from scanner.errors import UsageError
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
+from scanner.findings import drift
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
 from scanner.inventory import ObjectRef
 from scanner.reporters import Report
 from scanner.reporters.json import to_document

@@ -1,4 +1,4 @@
-"""The rule -> kinds relation (``scanner.reads``): what the plan lists and what stops
+"""The rule -> kinds relation (``scanner.audit.reads``): what the plan lists and what stops
 a rule are one relation, and it matches what the model really joins.
 
 No Kubernetes cluster is available where these tests run: the live tests use the
@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-from scanner import audit
-from scanner import reads as relation
+from scanner.audit import reads as relation
+from scanner.audit import run as audit
 from scanner.cel.analysis import analyze_rule
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.rules import Rule
+from scanner.ruleset.load import Rule
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, KindKey, Unavailable, api_group
 
@@ -64,7 +64,7 @@ def test_the_plan_lists_exactly_what_each_rule_reads() -> None:
 
 
 def test_every_workload_fact_the_model_makes_has_its_kinds_in_the_table() -> None:
-    """A fact missing from scanner/reads.py counts as the whole workload, so every rule
+    """A fact missing from scanner/audit/reads.py counts as the whole workload, so every rule
     naming it stops when any kind is unread (found by CI: gpuPodCounts made PG108 stop
     on a forbidden ValidatingAdmissionPolicy)."""
     from scanner.model import build_model
@@ -235,7 +235,7 @@ def test_a_rule_that_runs_without_a_kind_judges_the_rest_as_before(
     that still runs reports exactly what it reported with the kind, on objects of other
     kinds. The only difference allowed: objects that kind controlled are checked as
     themselves (more findings, each true of the object). A fact added to the model
-    without its kinds in scanner/audit.py fails here."""
+    without its kinds in scanner/audit/run.py fails here."""
     full, _ = _findings(bodies)
     for key in sorted({_key(body) for body in bodies} & EVERY_KIND):
         without, covered = _findings(bodies, key)

@@ -12,10 +12,12 @@ import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import ObjectRef
-from scanner.sources import snapshot, yamllimits, yamlwalk
+from scanner.sources import snapshot
 from scanner.sources.resources import RESOURCES, REVISION
 from scanner.sources.snapshot import Capture, Unavailable, kind_label
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources.yaml import limits as yamllimits
+from scanner.sources.yaml import walk as yamlwalk
+from scanner.sources.yaml.document import parse_plain
 
 POD = {
     "apiVersion": "v1",
@@ -114,7 +116,7 @@ def test_objects_without_identity_are_skipped(tmp_path: Path) -> None:
 
 
 def test_yaml_snapshots_honour_no_tag_and_read_aliases_as_manifests_do(tmp_path: Path) -> None:
-    """The manifest reader's rules (scanner/sources/yamldoc.py parse_plain): a tag is
+    """The manifest reader's rules (scanner/sources/yaml/document.py parse_plain): a tag is
     never honoured, so nothing is constructed or executed, and an alias reads as the
     value it names, its expansion bounded (BOMB below is refused)."""
     dump = tmp_path / "dump.yaml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model import build_model
 from scanner.sources.files import load_paths
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner import reads as relation
+from scanner.audit import reads as relation
 from scanner.cel import analysis
 from scanner.cel.analysis import (
     ANY,
@@ -23,8 +23,8 @@ from scanner.cel.analysis import (
     analyze_rule,
     to_json,
 )
-from scanner.deferral import projection, reads_instance_facts_only
-from scanner.rules import Rule, bundled_rules_dir, load_rules
+from scanner.evaluate.optimize.projection import projection, reads_instance_facts_only
+from scanner.ruleset.load import Rule, bundled_rules_dir, load_rules
 
 
 def reads(source: str) -> set[tuple[str, tuple[str | None, ...], str]]:

@@ -19,14 +19,17 @@ from typing import Any
 
 import pytest
 
-from scanner import bindings, deferral, guards, reads
+from scanner.audit import reads
 from scanner.cel import get_engine
 from scanner.cel.analysis import analyze
 from scanner.cel.budget import comprehension_nesting, iterates
 from scanner.cel.syntax import ParseError
-from scanner.config import Config
+from scanner.config.values import Config
+from scanner.evaluate.optimize import binding as bindings
+from scanner.evaluate.optimize import guards
+from scanner.evaluate.optimize import projection as deferral
 from scanner.model import admission, dra
-from scanner.rules import Rule, bundled_rules_dir, load_rules
+from scanner.ruleset.load import Rule, bundled_rules_dir, load_rules
 
 GOLDEN = json.loads(Path(__file__).with_name("analysis_golden.json").read_text(encoding="utf-8"))
 

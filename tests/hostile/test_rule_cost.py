@@ -29,12 +29,12 @@ from scanner.cel.budget import (
     comprehension_nesting,
     oversize,
 )
-from scanner.engine import evaluate
 from scanner.errors import CelError, CelEvalError
-from scanner.findings import Outcome
+from scanner.evaluate.engine import evaluate
+from scanner.findings.records import Outcome
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject
-from scanner.rules import bundled_rules_dir, load_rules
+from scanner.ruleset.load import bundled_rules_dir, load_rules
 
 ENGINES = ("cpp", "python")
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model import Subject, build_model
 from scanner.model.admission import BINDING, GROUP, POLICY
 from scanner.model.cluster import ClusterScope
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 GPU_POD = """\
 apiVersion: v1

@@ -1,4 +1,4 @@
-"""Property tests of scanner/deferral.py: an expression it lets run on a controlled
+"""Property tests of scanner/evaluate/optimize/projection.py: an expression it lets run on a controlled
 pod's instance facts gives, on both CEL engines, the same value or error as on the
 pod's complete facts; and any expression gives the same on the fields it names
 (``workload_fields``, what an activation holds) as on all the facts.
@@ -23,8 +23,12 @@ from hypothesis import strategies as st
 
 from scanner.cel import ResultKind, get_engine
 from scanner.cel.analysis import analyze_rule
-from scanner.deferral import projection, reads_instance_facts_only, workload_fields
 from scanner.errors import CelError, CelEvalError
+from scanner.evaluate.optimize.projection import (
+    projection,
+    reads_instance_facts_only,
+    workload_fields,
+)
 from scanner.model import build_model
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.sources import snapshot
@@ -177,7 +181,7 @@ nested_expressions = st.recursive(leaves | _NESTED, _compound, max_leaves=6)
 
 
 def _projected(facts: dict[str, Any], source: str) -> dict[str, Any] | None:
-    """What the engine's activation holds for ``source`` alone (scanner/engine.py)."""
+    """What the engine's activation holds for ``source`` alone (scanner/evaluate/engine.py)."""
     found = projection(analyze_rule((source,)))
     if found is None:
         return None

@@ -18,9 +18,9 @@ import pytest
 
 import scanner.pipeline
 from benchmarks.snapshot import write_snapshot
-from scanner import audit
+from scanner.audit import run as audit
 from scanner.cel.analysis import analyze_rule
-from scanner.deferral import reads_instance_facts_only
+from scanner.evaluate.optimize.projection import reads_instance_facts_only
 from scanner.inventory import Inventory
 from scanner.model import Model, build_model
 from scanner.model.workloads import INSTANCE_FACTS
@@ -79,7 +79,7 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
     assert facts["gpu"] and not facts["pending"]
     assert facts["runningShared"] and facts["ns"]["name"] == "team-a"
     assert "containers" not in facts and "targets" not in facts
-    assert set(facts) == INSTANCE_FACTS  # exact: scanner/deferral.py relies on it
+    assert set(facts) == INSTANCE_FACTS  # exact: scanner/evaluate/optimize/projection.py relies on it
     complete = pod.complete()
     assert complete is facts  # completed in place: subjects already hold this dict
     assert {"containers", "targets", "diagnosis", "serviceAccount", "volumes"} <= set(facts)

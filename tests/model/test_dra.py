@@ -11,7 +11,7 @@ from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.dra import DraResolver, selects_gpu_driver
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Workload, build_workloads
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 DRA_FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "crds" / "dra.yaml"
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model import build_model, pools
 from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import selects

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model import build_model
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 NODE = """\
 apiVersion: v1

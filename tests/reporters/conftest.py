@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from scanner.findings import (
+from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
+from scanner.findings.records import (
     Finding,
     Level,
     Location,
@@ -24,9 +25,8 @@ from scanner.findings import (
     sort_findings,
 )
 from scanner.inventory import ObjectRef
-from scanner.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
 from scanner.reporters import Report, RunStats, writer_for
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
 NODE = ObjectRef("v1", "Node", "", "gpu-node-1")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scanner.findings import Finding, Level, Location
+from scanner.findings.records import Finding, Level, Location
 from scanner.reporters import Report
 from scanner.reporters.github import escape_data, escape_property
 

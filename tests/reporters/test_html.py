@@ -21,12 +21,12 @@ from pathlib import Path
 
 from cli_run import ROOT, poolgate
 
-from scanner import drift
-from scanner.findings import Finding, Level, Location, Notification, Suppression
+from scanner.findings import drift
+from scanner.findings.records import Finding, Level, Location, Notification, Suppression
 from scanner.inventory import ObjectRef
 from scanner.reporters import FORMATS, Report, RunStats
 from scanner.reporters.json import to_document
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 from .conftest import POLICY
 

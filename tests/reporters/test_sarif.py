@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner import audit
-from scanner.findings import Finding, Level, Location, Notification, Outcome, Suppression
+from scanner.audit import run as audit
+from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.inventory import ObjectRef
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.reporters import Report, RunStats

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scanner.findings import Finding, Level, Location
-from scanner.provenance import PolicyRecord
+from scanner.config.provenance import PolicyRecord
+from scanner.findings.records import Finding, Level, Location
 from scanner.reporters import Report, RunStats
 
 from .conftest import POLICY

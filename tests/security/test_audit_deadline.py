@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from cli_run import poolgate
 
-from scanner import forking, pipeline
-from scanner.deadline import Deadline
+from scanner import pipeline
 from scanner.inventory import Inventory
+from scanner.runtime import executors as forking
+from scanner.runtime.deadline import Deadline
 from scanner.sources.files import load_paths
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,9 +28,10 @@ from audit.apiserver import ApiServer, Pki, make_pki, write_kubeconfig
 from audit.conftest import CONTEXT, TOKEN, objects
 from cli_run import poolgate
 
-from scanner import pipeline, redaction
+from scanner import pipeline
+from scanner.audit import redaction
+from scanner.audit.reads import reads
 from scanner.kinds import WORKLOAD_KINDS
-from scanner.reads import reads
 from scanner.sources.files import load_paths
 
 REPO = Path(__file__).resolve().parents[2]

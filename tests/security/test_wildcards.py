@@ -2,7 +2,7 @@
 
 A namespaced Kyverno ``Policy`` with ``imageReferences: ["*a*a*a*a*a*a*a*a*a*a*a*a*a*a*!"]``
 and a Pod whose image is sixty ``a`` made ``poolgate scan`` run for minutes: the pattern
-became a regular expression, and Python's ``re`` backtracks. ``scanner.wildcards``
+became a regular expression, and Python's ``re`` backtracks. ``scanner.model.wildcards``
 replaces every such translation. These tests check that it means exactly what the
 regular expressions (or ``fnmatch``) meant, on random patterns and texts, that its
 work is bounded by one pass, and that the attacks finish through the command line.
@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from scanner.findings.suppress import parse_ignore
 from scanner.model.imagerefs import kyverno_wildcard_matches, sigstore_glob_matches
-from scanner.suppress import parse_ignore
-from scanner.wildcards import AUTOMATON_LIMIT, Dialect, compile_pattern, matches
+from scanner.model.wildcards import AUTOMATON_LIMIT, Dialect, compile_pattern, matches
 
 TIMEOUT = 120  # seconds; each scan below takes about one. Only backtracking gets near it.
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])

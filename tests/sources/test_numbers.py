@@ -1,5 +1,5 @@
 """Integers, keys and scalars of snapshots and list responses as the API server
-stores them (scanner/sources/numbers.py; YAML snapshots as manifests are read): CEL
+stores them (scanner/sources/yaml/numbers.py; YAML snapshots as manifests are read): CEL
 can represent every value an audit reads, so a rule gives the same answer whether
 guards, field selection or CEL decide it.
 
@@ -20,12 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner import audit, engine, guards
+from scanner.audit import run as audit
 from scanner.cel import cpp_available
 from scanner.errors import UsageError
+from scanner.evaluate import engine
+from scanner.evaluate.optimize import guards
 from scanner.pipeline import ScanOptions, load_ruleset
-from scanner.sources import apihttp, numbers, snapshot
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources import apihttp, snapshot
+from scanner.sources.yaml import numbers
+from scanner.sources.yaml.document import parse_plain
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 BIG = 2**64  # past int64

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner import forking
 from scanner.inventory import Inventory
+from scanner.runtime import executors as forking
 from scanner.sources import files, parallel
 from scanner.sources.files import load_paths
 

@@ -1,0 +1,1 @@
+"""Configuration: ``.poolgate.yaml`` values, the file, where the policy comes from."""

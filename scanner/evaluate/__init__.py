@@ -1,0 +1,1 @@
+"""Evaluation: rules over subjects, and the optimisations proven equal to it."""

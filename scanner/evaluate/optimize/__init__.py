@@ -1,0 +1,1 @@
+"""Speed-ups of the evaluation, each a transform proven equal to the plain path."""

@@ -1,0 +1,1 @@
+"""Rules: load, validate and compile rule files; their docs, catalog, fixtures, cache."""
