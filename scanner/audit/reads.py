@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from scanner.cel.analysis import ANY, RuleAnalysis
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.ruleset.load import Rule
-from scanner.sources.resources import RESOURCES
 
 ALL_KINDS: frozenset[str] = frozenset(resource.kind for resource in RESOURCES)
 

@@ -7,7 +7,7 @@ Stages, in order:
    (``match.kinds`` of an object rule, every kind when it names none; the kinds a
    derived subject is made from), its ``needs``, and the kinds of the model facts its
    expressions read (``workload.serviceAccount``: ServiceAccounts). Only kinds of
-   ``scanner.sources.resources``; Secrets never.
+   ``scanner.kinds.resources``; Secrets never.
 2. **Capture** (``capture_live``): discovery, then one paginated list per kind;
    ConfigMaps only in the operator namespaces that exist. A kind the server does
    not serve is complete with zero objects; a kind that is forbidden (403), keeps
@@ -40,6 +40,7 @@ from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.errors import printable
 from scanner.evaluate.engine import HelperContext
 from scanner.findings.records import Level, Notification
+from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.reporters import Report
@@ -48,7 +49,6 @@ from scanner.runtime import executors as forking
 from scanner.runtime.deadline import Deadline
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
-from scanner.sources.resources import Resource, by_kind
 from scanner.sources.snapshot import (
     ANNOTATION_LISTED,
     Capture,
@@ -67,7 +67,7 @@ def needed_kinds(rules: Iterable[Rule]) -> frozenset[str]:
 
 def plan(rules: Iterable[Rule]) -> list[Resource]:
     """The resources to list for ``rules``, in listing order (Namespaces first). A kind
-    outside ``scanner.sources.resources`` is never listed: ``coverage`` names it.
+    outside ``scanner.kinds.resources`` is never listed: ``coverage`` names it.
 
     ConfigMaps are listed only in the operator namespaces that exist, which the
     Namespace list says: without it every configured operator namespace is tried,
@@ -323,7 +323,7 @@ def _older_kinds(
 
 
 _UNLISTABLE = (
-    "poolgate does not list this kind in an audit (it is not in scanner/sources/resources.py); "
+    "poolgate does not list this kind in an audit (it is not in scanner/kinds/resources.py); "
     "check it with `poolgate scan`, audit a `kubectl get -o json` dump that holds it, "
     "or give the rule `modes: [scan]`"
 )

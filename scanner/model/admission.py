@@ -45,8 +45,8 @@ from scanner.config.values import Config
 from scanner.errors import CelError
 from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group
+from scanner.kinds.resources import RESOURCES, Resource, find
 from scanner.model.index import ObjectIndex
-from scanner.sources.resources import RESOURCES, Resource, find
 
 GROUP = "admissionregistration.k8s.io"
 POLICY = "ValidatingAdmissionPolicy"

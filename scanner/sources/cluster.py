@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
+from scanner.kinds.resources import FORBIDDEN_RESOURCES, Resource
 from scanner.sources import apihttp
 from scanner.sources.kubeconfig import (
     ClientLog,
@@ -53,7 +54,6 @@ from scanner.sources.kubeconfig import (
     unsupported_auth_provider,
 )
 from scanner.sources.kubeconfig import ClusterError as ClusterError
-from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
 from scanner.sources.snapshot import json_type
 
 IN_CLUSTER = "in-cluster"

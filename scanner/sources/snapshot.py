@@ -10,7 +10,7 @@ poolgate records what it knows about the capture in the List's
 * ``poolgate.io/listed``: every kind that was listed to the end, as ``Kind.group``
   (``Pod``, ``Deployment.apps``), so an audit knows which kinds are complete;
 * ``poolgate.io/kinds-revision``: the revision of poolgate's table of listable kinds
-  (``scanner.sources.resources.REVISION``) when the snapshot was written: a kind the
+  (``scanner.kinds.resources.REVISION``) when the snapshot was written: a kind the
   writer's table did not have is not in ``listed`` for that reason alone;
 * ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
@@ -64,7 +64,7 @@ from scanner.inventory import (
     Origin,
     is_mapping,
 )
-from scanner.sources.resources import REVISION
+from scanner.kinds.resources import REVISION
 from scanner.sources.yaml import numbers, surrogates
 from scanner.sources.yaml.document import collector_paused
 

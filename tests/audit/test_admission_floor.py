@@ -18,9 +18,9 @@ from scanner.config.values import Config, Require
 from scanner.findings import drift
 from scanner.findings.records import Finding
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.reporters import Report, writer_for
-from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, Unavailable
 
 NOW = datetime.datetime(2025, 6, 1, 2, 17, tzinfo=datetime.UTC)

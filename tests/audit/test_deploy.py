@@ -17,8 +17,8 @@ import yaml
 
 from scanner.audit import run as audit
 from scanner.kinds import RESOURCE_CLAIM_KINDS, WORKLOAD_KINDS, WORKLOAD_TABLE
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.sources.resources import RESOURCES
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
 from .conftest import CONTEXT, ROOT, TOKEN, cli, objects

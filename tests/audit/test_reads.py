@@ -22,9 +22,9 @@ from scanner.audit import reads as relation
 from scanner.audit import run as audit
 from scanner.cel.analysis import analyze_rule
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.ruleset.load import Rule
-from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, KindKey, Unavailable, api_group
 
 from .apiserver import ApiServer, Pki, write_kubeconfig

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from scanner.audit import run as audit
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.inventory import ObjectRef
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.reporters import Report, RunStats
 from scanner.reporters.sarif import cluster_uri
-from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture
 
 from .conftest import POLICY, POLICY_JSON
