@@ -22,32 +22,11 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from scanner.errors import UsageError
+from scanner.model.facts import NAMES
 
-VARIABLES: tuple[str, ...] = (
-    "object",
-    "workload",
-    "node",
-    "pool",
-    "sharingConfig",
-    "ns",
-    "admission",
-    "gpuWorkloads",
-    "cluster",
-    "config",
-    "params",
-    "variables",
-    "namespaces",
-    "pools",
-    "subjectRef",
-)
-"""Every variable a rule may read; all are declared ``dyn`` in both engines.
-
-A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL. The ``cluster``
-subject's own variables are ``admission`` and ``gpuWorkloads`` (``cluster`` is the
-cluster-wide facts every subject sees). ``subjectRef``
-is the subject object's identity, ``namespace/Kind/name`` (or ``Kind/name``), for rules
-that look the subject up in a model-provided map.
-"""
+VARIABLES: tuple[str, ...] = NAMES
+"""Every variable a rule may read, as ``scanner.model.facts`` declares them; all are
+declared ``dyn`` in both engines."""
 
 ENGINE_NAMES: tuple[str, ...] = ("auto", "cpp", "python")
 

@@ -17,21 +17,17 @@ from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarn
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
+from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
 from scanner.model.nodes import build_nodes
 from scanner.model.podsecurity import attach_pod_security
 from scanner.model.policy import attach_runtime_classes, attach_signatures
-from scanner.model.pools import (
-    Pool,
-    attach_running,
-    attach_targets,
-    build_pools,
-    other_nodes,
-)
+from scanner.model.pools import Pool, attach_targets, build_pools, other_nodes
 from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
+from scanner.model.running import attach_running
 from scanner.model.workloads import Join, Workload, build_workloads
 
 _NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
@@ -63,14 +59,14 @@ class Model:
     workloads: Sequence[Workload]
     invalid: Sequence[InvalidDocument] = field(default_factory=list)
     """Documents the model found invalid (PG003: a pod spec that is not a mapping)."""
-    nodes: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    nodes: Sequence[tuple[KubeObject, NodeFacts]] = ()
     """GPU-relevant facts of every Node and node-pool declaration (the ``node`` subject)."""
     pools: Sequence[Pool] = ()
-    sharing_configs: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    sharing_configs: Sequence[tuple[KubeObject, SharingConfigFacts]] = ()
     """Device-plugin ConfigMaps (the ``sharingConfig`` subject)."""
-    cluster: Mapping[str, Any] = field(default_factory=dict)
+    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts())
     """Cluster-wide facts (the CEL variable ``cluster``)."""
-    namespaces: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    namespaces: Sequence[tuple[KubeObject, NamespaceFacts]] = ()
     """Namespace objects in scope and their facts (the ``namespace`` subject, CEL ``ns``)."""
     cluster_subject: tuple[KubeObject, dict[str, Any]] | None = None
     """The synthetic cluster object and its variables (the ``cluster`` subject,

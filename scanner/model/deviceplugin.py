@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
+from scanner.model.facts import SharingConfigFacts
 from scanner.model.index import ObjectIndex
 from scanner.sources.yaml.document import parse_plain
 
@@ -300,7 +301,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     return entry
 
 
-def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
+def config_facts(obj: KubeObject, setup: Setup) -> SharingConfigFacts:
     """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
     ``resources``: every sharing resource of every valid entry, with its entry's key."""
     data = as_mapping(obj.body.get("data"))
