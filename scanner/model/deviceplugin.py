@@ -13,7 +13,7 @@ work on MIG devices.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -228,33 +228,50 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
         entry["error"] = "value is not a string"
         return entry
     documents, problems = parse_plain(text)
-    base = line if "\n" in text.strip() else line - 1
-
-    def at(positions: Mapping[str, Position], path: str) -> int:
-        """The file line of ``path`` inside the value; 0 when the value has no such field."""
-        position = positions.get(path)
-        if position is None:
-            return 0
-        return base + position[0] if "\n" in text.strip() else line
-
+    lines = _Lines(text, line)
     if problems:
         message, problem_line, _ = problems[0]
         entry["error"] = f"does not parse: {message}"
         # Errors at the end of the value are reported past its last line.
         last = len(text.splitlines())
-        entry["errorLine"] = base + min(problem_line, last) if "\n" in text.strip() else line
+        entry["errorLine"] = lines.base + min(problem_line, last) if lines.multiline else line
         return entry
     if len(documents) != 1 or not isinstance(documents[0][0], Mapping):
         entry["error"] = "is not a YAML mapping"
         return entry
     body, positions = documents[0]
+    _read_config(entry, body, lambda path: lines.at(positions, path))
+    return entry
+
+
+class _Lines:
+    """File lines of the fields inside one ConfigMap value."""
+
+    __slots__ = ("base", "line", "multiline")
+
+    def __init__(self, text: str, line: int) -> None:
+        self.line = line
+        self.multiline = "\n" in text.strip()
+        self.base = line if self.multiline else line - 1
+
+    def at(self, positions: Mapping[str, Position], path: str) -> int:
+        """The file line of ``path`` inside the value; 0 when the value has no such field."""
+        position = positions.get(path)
+        if position is None:
+            return 0
+        return self.base + position[0] if self.multiline else self.line
+
+
+def _read_config(entry: dict[str, Any], body: Mapping[str, Any], at: Callable[[str], int]) -> None:
+    """The sharing facts of a config that parsed as a mapping (``parse_entry``)."""
+    line = entry["line"]
     # The plugin takes a config without a version as v1 (config.go, parseConfigFrom).
     entry["version"] = _text(body.get("version")) if "version" in body else "v1"
     flags = as_mapping(body.get("flags"))
     entry["migStrategy"] = _text(flags.get("migStrategy"))
     entry["migStrategySource"] = "config" if entry["migStrategy"] else ""
     sharing = as_mapping(body.get("sharing"))
-    entry["sharingLine"] = at(positions, "sharing") or line
+    entry["sharingLine"] = at("sharing") or line
     time_slicing = sharing.get("timeSlicing")
     mps = sharing.get("mps")
     entry["timeSlicing"] = isinstance(time_slicing, Mapping)
@@ -263,42 +280,42 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     chosen = as_mapping(sharing.get(chosen_key)) if chosen_key else {}
     prefix = f"sharing.{chosen_key}"
     entry["renameByDefault"] = chosen.get("renameByDefault") is True
-    entry["renameLine"] = at(positions, f"{prefix}.renameByDefault") if chosen_key else 0
+    entry["renameLine"] = at(f"{prefix}.renameByDefault") if chosen_key else 0
     entry["failRequestsGreaterThanOne"] = chosen.get("failRequestsGreaterThanOne") is True
-    entry["failLine"] = at(positions, f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
-    resources: list[dict[str, Any]] = []
-    for index, resource in enumerate(_list(chosen.get("resources"))):
-        resource = as_mapping(resource)
-        name = _text(resource.get("name"))
-        replicas = resource.get("replicas")
-        resources.append(
-            {
-                "name": name,
-                "known": known_resource(name),
-                "advertisedAs": _plus_spelling(name),
-                "replicas": replicas
-                if isinstance(replicas, int) and not isinstance(replicas, bool)
-                else 0,
-                "subpath": f"{prefix}.resources[{index}]",
-                "line": at(positions, f"{prefix}.resources[{index}]") or line,
-                "replicasLine": at(positions, f"{prefix}.resources[{index}].replicas")
-                or at(positions, f"{prefix}.resources[{index}]")
-                or line,
-            }
-        )
+    entry["failLine"] = at(f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
+    resources = [
+        _resource(as_mapping(resource), f"{prefix}.resources[{index}]", at, line)
+        for index, resource in enumerate(_list(chosen.get("resources")))
+    ]
     entry["resources"] = resources
     if chosen_key and not resources:
         # The plugin refuses it ("no resources specified") on every node selecting it.
         entry["error"] = f"has {prefix} with no resources, which the device plugin refuses"
-        entry["errorLine"] = at(positions, prefix) or line
-        return entry
+        entry["errorLine"] = at(prefix) or line
+        return
     shares = any(resource["replicas"] >= 2 for resource in resources)
     if entry["timeSlicing"] and shares:
         entry["mode"] = "time-slicing"
     elif entry["mps"] and shares:
         entry["mode"] = "mps"
     entry["valid"] = True
-    return entry
+
+
+def _resource(
+    resource: Mapping[str, Any], subpath: str, at: Callable[[str], int], line: int
+) -> dict[str, Any]:
+    """One shared resource of a config: its name, replicas and lines."""
+    name = _text(resource.get("name"))
+    replicas = resource.get("replicas")
+    return {
+        "name": name,
+        "known": known_resource(name),
+        "advertisedAs": _plus_spelling(name),
+        "replicas": replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0,
+        "subpath": subpath,
+        "line": at(subpath) or line,
+        "replicasLine": at(f"{subpath}.replicas") or at(subpath) or line,
+    }
 
 
 def config_facts(obj: KubeObject, setup: Setup) -> SharingConfigFacts:
