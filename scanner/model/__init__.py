@@ -1,7 +1,8 @@
 """Platform facts derived once, in Python, so rules stay short CEL expressions.
 
 Each derived fact is a plain value (dicts, lists, str, int, bool) that both CEL
-engines can read. RULES.md ("Platform facts") defines every fact.
+engines can read. ``scanner.model.facts`` declares every fact (docs/facts.md lists
+them); RULES.md ("Platform facts") defines the platform's terms.
 """
 
 from __future__ import annotations

@@ -335,7 +335,7 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
     """A Node or a node-pool declaration (``scanner.model.nodes``,
     ``scanner.model.providers``)."""
 
-    kind: Annotated[str, fact("`Node`, `NodePool`, `ContainerNodePool`, `MachineDeployment`")]
+    kind: Annotated[str, fact("`Node`, or the kind of a node-pool declaration")]
     name: Annotated[str, fact("the object's name")]
     source: Annotated[str, fact("`node` or `declaration`")]
     labels: Annotated[
