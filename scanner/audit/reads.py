@@ -66,7 +66,7 @@ def _parts(variable: str) -> list[tuple[Path, Kinds]]:
     return [
         ((item.name, *(ANY if step == "*" else step for step in steps)), kinds)
         for item in facts.declared(variable).values()
-        for steps, kinds in item.fact.parts.items()
+        for steps, kinds in item.fact.parts
     ]
 
 
@@ -98,7 +98,7 @@ def granted_kinds() -> Kinds:
     kinds: set[str] = set(WORKLOAD_KINDS).union(*SUBJECT_KINDS.values())
     for variable in facts.VARIABLES:
         for item in facts.declared(variable.name).values():
-            kinds |= item.fact.kinds.union(*item.fact.parts.values())
+            kinds |= item.fact.kinds.union(*(part for _, part in item.fact.parts))
     return frozenset(kinds)
 
 

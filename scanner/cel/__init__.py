@@ -13,6 +13,9 @@ Both engines receive plain Python values and return plain Python values
 timestamps and durations as ``bytes``/``bytearray``, ``datetime`` and ``timedelta``),
 so the rest of poolgate never sees an engine's own types. A CEL type value (``type(x)``)
 is the one exception: each engine returns its own object for it.
+
+The variables a rule may read, each declared ``dyn``, are ``scanner.model.facts.NAMES``
+(the cpp engine declares them; the python engine binds what it is given).
 """
 
 from __future__ import annotations
@@ -22,11 +25,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from scanner.errors import UsageError
-from scanner.model.facts import NAMES
-
-VARIABLES: tuple[str, ...] = NAMES
-"""Every variable a rule may read, as ``scanner.model.facts`` declares them; all are
-declared ``dyn`` in both engines."""
 
 ENGINE_NAMES: tuple[str, ...] = ("auto", "cpp", "python")
 

@@ -8,7 +8,7 @@ read from ServiceAccounts) and, for ``workload``, whether it is known per *insta
 it). Values stay plain dicts and lists, which cost nothing to type and which both CEL
 engines read as they are (every variable is declared ``dyn``).
 
-Derived from here: the CEL declarations (``scanner.cel.VARIABLES``), the audit's read
+Derived from here: the CEL declarations (``scanner.cel.cpp``), the audit's read
 table and the RBAC ``deploy/rbac.yaml`` grants (``scanner.audit.reads``),
 ``INSTANCE_FACTS``, and docs/facts.md (``scanner.ruleset.catalog.render_facts``).
 Tests keep the model's facts and these declarations equal. A node-pool provider is one
@@ -16,12 +16,11 @@ file in ``scanner.model.providers`` plus its kinds here (``PROVIDERS``) and its 
 resource in ``scanner.kinds.resources``.
 """
 
-from __future__ import annotations
-
-import sys
+# No ``from __future__ import annotations``: the annotations here are data, read at run
+# time (``table``); postponed, each would be compiled from its text on every start.
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Final, NamedTuple, TypedDict
 
@@ -74,22 +73,22 @@ _NS = frozenset({"Namespace"})
 _NETPOL = frozenset({"NetworkPolicy"})
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """What one field of a fact table says beyond its name and type."""
+class Fact(NamedTuple):
+    """What one field of a fact table says beyond its name and type. (A tuple, the
+    cheapest record to build: every start builds one per fact.)"""
 
     doc: str
     kinds: Kinds = _NONE
     """The kinds its value may depend on besides the subject's own object."""
     instance: bool = False
     """``workload`` only: known per instance, before ``Workload.complete()``."""
-    parts: Mapping[tuple[str, ...], Kinds] = field(default_factory=dict)
-    """Joined facts inside the value, by path below it (``"*"`` for any element): the
-    ``signature`` of each of a workload's containers."""
+    parts: tuple[tuple[tuple[str, ...], Kinds], ...] = ()
+    """Joined facts inside the value: (path below it, ``"*"`` for any element; kinds).
+    The ``signature`` of each of a workload's containers."""
 
 
 def fact(doc: str, kinds: Kinds = _NONE, **parts: Kinds) -> Fact:
-    return Fact(doc, kinds, parts={("*", name): part for name, part in parts.items()})
+    return Fact(doc, kinds, parts=tuple((("*", name), part) for name, part in parts.items()))
 
 
 def instance(doc: str, kinds: Kinds = _NONE) -> Fact:
@@ -431,7 +430,8 @@ _CLUSTER_POLICY = frozenset({"ClusterPolicy"})
 
 
 class SharingConfigFacts(TypedDict):
-    """A device-plugin ConfigMap (``scanner.model.deviceplugin``)."""
+    """A device-plugin ConfigMap (``scanner.model.deviceplugin``); the ClusterPolicy says
+    which ConfigMaps those are, so every fact is read from it too."""
 
     name: Annotated[str, fact("the ConfigMap's name", _CLUSTER_POLICY)]
     namespace: Annotated[str, fact("its namespace", _CLUSTER_POLICY)]
@@ -573,9 +573,8 @@ class Declared(NamedTuple):
 def table(facts: type) -> Mapping[str, Declared]:
     """The declared facts of one fact table, by name."""
     variable = next(v.name for v in VARIABLES if v.facts is facts)
-    hints = typing.get_type_hints(facts, vars(sys.modules[__name__]), include_extras=True)
     found: dict[str, Declared] = {}
-    for name, hint in hints.items():
+    for name, hint in facts.__annotations__.items():
         python_type, *extras = typing.get_args(hint)
         [meta] = [extra for extra in extras if isinstance(extra, Fact)]
         found[name] = Declared(variable, name, python_type, meta)

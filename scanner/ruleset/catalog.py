@@ -14,12 +14,14 @@ import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scanner.errors import printable, printable_lines
 from scanner.kinds import WORKLOAD_KINDS
-from scanner.model import facts
 from scanner.ruleset.load import MODES, Rule
+
+if TYPE_CHECKING:
+    from scanner.model.facts import Declared, Variable
 
 
 def render_list(rules: Sequence[Rule], fmt: str) -> str:
@@ -146,6 +148,8 @@ def _cell(text: str) -> str:
 def render_facts() -> str:
     """docs/facts.md: generated from ``scanner.model.facts``, never edited by hand (a
     test keeps it current)."""
+    from scanner.model import facts  # the whole model: only for this page
+
     out = [
         "# Facts rules read",
         "",
@@ -162,13 +166,17 @@ def render_facts() -> str:
         "|---|---|",
     ]
     out += [f"| `{variable.name}` | {variable.doc} |" for variable in facts.VARIABLES]
+    tables = {v.facts: v.name for v in facts.VARIABLES if v.facts is not None}
     for variable in facts.VARIABLES:
         if variable.facts is not None:
-            out += ["", *_fact_table(variable)]
+            out += ["", *_fact_table(variable, facts.declared(variable.name), tables)]
     return "\n".join(out) + "\n"
 
 
-def _fact_table(variable: facts.Variable) -> list[str]:
+def _fact_table(
+    variable: Variable, declared_facts: Mapping[str, Declared], tables: Mapping[type, str]
+) -> list[str]:
+    """One variable's facts; ``tables``: fact table -> its variable (``workload.ns``)."""
     per_template = variable.name == "workload"
     lines = [
         f"## `{variable.name}`",
@@ -180,10 +188,12 @@ def _fact_table(variable: facts.Variable) -> list[str]:
         else "| fact | type | read from | what it is |",
         "|---|---|---|---|---|" if per_template else "|---|---|---|---|",
     ]
-    for declared in facts.declared(variable.name).values():
+    for declared in declared_facts.values():
         fact = declared.fact
-        nested = [v.name for v in facts.VARIABLES if v.facts is declared.type]
-        kinds = f"as `{nested[0]}`" if nested else _kinds(fact.kinds.union(*fact.parts.values()))
+        nested = tables.get(declared.type)
+        kinds = (
+            f"as `{nested}`" if nested else _kinds(fact.kinds.union(*(k for _, k in fact.parts)))
+        )
         cells = [f"`{declared.name}`", _cel_type(declared.type)]
         if per_template:
             cells.append("instance" if fact.instance else "template")

@@ -79,7 +79,9 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
     assert facts["gpu"] and not facts["pending"]
     assert facts["runningShared"] and facts["ns"]["name"] == "team-a"
     assert "containers" not in facts and "targets" not in facts
-    assert set(facts) == INSTANCE_FACTS  # exact: scanner/evaluate/optimize/projection.py relies on it
+    assert (
+        set(facts) == INSTANCE_FACTS
+    )  # exact: scanner/evaluate/optimize/projection.py relies on it
     complete = pod.complete()
     assert complete is facts  # completed in place: subjects already hold this dict
     assert {"containers", "targets", "diagnosis", "serviceAccount", "volumes"} <= set(facts)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from scanner import cel
 from scanner.config.values import Config
 from scanner.kinds.resources import RESOURCES
 from scanner.model import Model, build_model, facts
@@ -85,12 +84,13 @@ def test_the_model_makes_exactly_the_declared_facts_with_their_types() -> None:
 
 
 def test_every_cel_variable_is_declared_once_in_the_order_the_engines_had() -> None:
-    assert cel.VARIABLES == facts.NAMES
+    cpp = pytest.importorskip("scanner.cel.cpp", exc_type=ImportError)
+    assert tuple(f"var {name}: dyn" for name in facts.NAMES) == cpp.DECLARATIONS
     assert (
         *("object", "workload", "node", "pool", "sharingConfig", "ns", "admission"),
         *("gpuWorkloads", "cluster", "config", "params", "variables", "namespaces", "pools"),
         "subjectRef",
-    ) == cel.VARIABLES
+    ) == facts.NAMES
 
 
 def test_each_subject_binds_the_variables_declared_for_it() -> None:
@@ -114,7 +114,7 @@ def test_every_kind_a_fact_is_read_from_is_listable() -> None:
     listable = {resource.kind for resource in RESOURCES}
     for variable in facts.VARIABLES:
         for declared in facts.declared(variable.name).values():
-            kinds = declared.fact.kinds.union(*declared.fact.parts.values())
+            kinds = declared.fact.kinds.union(*(part for _, part in declared.fact.parts))
             assert kinds <= listable, (variable.name, declared.name, kinds - listable)
     assert set().union(*facts.SUBJECT_KINDS.values()) <= listable
 
