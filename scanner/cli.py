@@ -847,7 +847,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _crash_report() -> None:
     """An unexpected error: a short report to file as a bug, with the last frames only."""
-    import platform  # only here: ~10 ms of every start-up otherwise
+    import platform  # only here: every start-up would pay for it otherwise
     import traceback
 
     kind, value, _ = sys.exc_info()
