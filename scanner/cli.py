@@ -678,12 +678,12 @@ def config_group() -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def config_init(path: str, force: bool) -> int:
     """Write a commented .poolgate.yaml holding the defaults (PATH: file or directory)."""
-    from scanner.config import file as configfile
+    from scanner.config import template
     from scanner.reporters import output
 
-    target = configfile.init_target(path, force)
+    target = template.init_target(path, force)
     output.refuse_link_out_of_checkout(target, "config init")
-    text = configfile.default_text()
+    text = template.default_text()
 
     def render(stream: TextIO) -> None:
         stream.write(text)
@@ -705,19 +705,20 @@ def config_validate(file: Path | None, rule_dirs: tuple[Path, ...], cel_engine: 
     import datetime
 
     from scanner import pipeline
+    from scanner.config import discovery
     from scanner.config import file as configfile
     from scanner.errors import ConfigError
     from scanner.findings import suppress
 
     if file is None:
-        found = configfile.discover(Path.cwd())
+        found = discovery.discover(Path.cwd())
         if found is None:
             raise ConfigError(
                 f"no {configfile.CONFIG_FILE_NAME} here or above (up to the repository root)",
                 hint="`poolgate config init` writes one",
             )
         file = found
-    loaded = configfile.resolve([], file)
+    loaded = discovery.resolve([], file)
     _warn_all(loaded.warnings)
     pipeline.load_ruleset(
         pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, config=loaded.config)
@@ -846,7 +847,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _crash_report() -> None:
     """An unexpected error: a short report to file as a bug, with the last frames only."""
-    import platform  # only here: ~10 ms of every start-up otherwise
+    import platform  # only here: every start-up would pay for it otherwise
     import traceback
 
     kind, value, _ = sys.exc_info()

@@ -222,7 +222,7 @@ def evaluate_inventory(
     ``deadline`` (an audit's): no subject is evaluated once it has passed, and an error
     notification names the rules that did not finish (``RunStats.unfinished``)."""
     # The model's facts and the findings live to the end of the run, like the
-    # inventory: collecting cycles among them only rescans them (~6% of an audit).
+    # inventory: collecting cycles among them only rescans them.
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
         model = build_model(inventory, ruleset.config, scope)
