@@ -22,7 +22,7 @@ from scanner.cel import ENGINE_NAMES
 from scanner.console import echo
 from scanner.errors import PoolgateError, UsageError, printable
 from scanner.findings.records import INCOMPLETE_RULES
-from scanner.reporters import FORMATS
+from scanner.reporters import FORMATS, Display
 from scanner.runtime import teardown
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED = (
@@ -301,8 +301,8 @@ def scan(
             and sys.stdout.isatty()
             and "NO_COLOR" not in os.environ
         )
-        shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
-        output.write(destination, partial(writer_for(destination.format), shown))
+        display = Display(show_suppressed=show_suppressed, color=color, verbose=verbose)
+        output.write(destination, partial(writer_for(destination.format, display), report))
     return pipeline.exit_code(report, fail_on)
 
 
@@ -518,11 +518,11 @@ def audit(
             and sys.stdout.isatty()
             and "NO_COLOR" not in os.environ
         )
-        shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
-        write = writer_for(destination.format)
+        display = Display(show_suppressed=show_suppressed, color=color, verbose=verbose)
+        write = writer_for(destination.format, display)
         if changes is not None:
-            write = drift.wrap(destination.format, write, changes)
-        output.write(destination, partial(write, shown))
+            write = drift.wrap(destination.format, write, changes, display)
+        output.write(destination, partial(write, report))
     teardown.keep(report)
     return pipeline.exit_code(report, fail_on)
 
