@@ -81,13 +81,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 KNOWN: dict[str, dict[str, str]] = {
     # rule -> violation -> owner and what removes it. To be emptied.
     "module size": {
-        "scanner/cli.py": "B: cli.py becomes cli/, one module per command",
         "scanner/evaluate/engine.py": "A: evaluator, plan, optimize/ and runtime/",
         "scanner/model/pools.py": "C: model/pools.py under 600",
     },
     "function size": {
-        "scanner/cli.py:scan": "B: cli/",
-        "scanner/cli.py:audit": "B: cli/",
         "scanner/evaluate/engine.py:evaluate": "A: evaluator and plan",
         "scanner/evaluate/engine.py:evaluate.run": "A: evaluator and plan",
         "scanner/model/deviceplugin.py:parse_entry": "C: deviceplugin.parse_entry",
@@ -128,12 +125,6 @@ KNOWN: dict[str, dict[str, str]] = {
     },
     "plain evaluator": {
         "scanner/evaluate/evaluator.py: missing": "A: evaluate/evaluator.py",
-    },
-    "cli workarounds": {
-        "scanner.cli uses gc": "B: one fenced entry in runtime/",
-        "scanner.cli uses scanner.runtime.teardown.end": "B: one fenced entry in runtime/",
-        "scanner.cli uses scanner.runtime.teardown.keep": "B: one fenced entry in runtime/",
-        "scanner.cli uses scanner.runtime.teardown.keep_until_exit": "B: one fenced entry",
     },
 }
 

@@ -36,7 +36,7 @@ from typing import Any, TextIO, cast
 
 from scanner.errors import UsageError
 from scanner.findings.records import Finding, Outcome
-from scanner.reporters import Report, Writer
+from scanner.reporters import PLAIN, Display, Report, Writer
 
 NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
 
@@ -170,8 +170,9 @@ def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checke
 # -- reports -----------------------------------------------------------------------
 
 
-def wrap(fmt: str, write: Writer, drift: Drift) -> Writer:
-    """``write`` for format ``fmt``, with the drift added where that format can carry it."""
+def wrap(fmt: str, write: Writer, drift: Drift, display: Display = PLAIN) -> Writer:
+    """``write`` for format ``fmt``, with the drift added where that format can carry it;
+    ``display``: the one ``write`` was made with (the HTML page is written anew)."""
     if fmt == "text":
         return lambda report, stream: _text(report, stream, write, drift)
     if fmt == "json":
@@ -179,7 +180,7 @@ def wrap(fmt: str, write: Writer, drift: Drift) -> Writer:
     if fmt == "sarif":
         return lambda report, stream: _sarif(report, stream, drift)
     if fmt == "html":
-        return lambda report, stream: _html(report, stream, drift)
+        return lambda report, stream: _html(report, stream, drift, display)
     return write
 
 
@@ -226,7 +227,7 @@ def _previous_fields(entry: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
-def _html(report: Report, stream: TextIO, drift: Drift) -> None:
+def _html(report: Report, stream: TextIO, drift: Drift, display: Display) -> None:
     from scanner.reporters import html
 
     numbers = counts(drift)
@@ -246,7 +247,7 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
         rows=rows,
         states=drift.states(),
     )
-    html.write(report, stream, changes)
+    html.write(report, stream, changes, display=display)
 
 
 def _json(report: Report, stream: TextIO, drift: Drift) -> None:

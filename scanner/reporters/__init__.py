@@ -1,7 +1,10 @@
 """Reporters: one module per format, one signature, chosen from a dict.
 
 Each reporter is ``write(report, stream)``; modules are imported only when
-their format is asked for, so ``sarif_om`` costs nothing on a text run.
+their format is asked for, so ``sarif_om`` costs nothing on a text run. The
+reports for people (text, GitHub, HTML) also take a ``Display``: how to show the
+run, which is the reader's choice and not part of what the run found. The
+machine formats (JSON, SARIF, JUnit) show everything and take none.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TextIO
 
 from scanner.config.provenance import PolicyRecord
@@ -45,37 +49,54 @@ class Report:
     policy: PolicyRecord | None = None
     """The configuration, rule files and baseline the run used, with digests
     (``scanner.config.provenance``); ``None`` when the caller did not record it."""
-    show_suppressed: bool = False
-    color: bool = False
-    verbose: bool = False
-
-    def visible(self) -> list[Finding]:
-        """Findings that text-like reporters show."""
-        if self.show_suppressed:
-            return list(self.findings)
-        return [finding for finding in self.findings if finding.suppression is None]
 
     def input_errors(self) -> int:
         """Error notifications: inputs or kinds the run could not read (exit 3)."""
         return sum(1 for note in self.notifications if note.level is Level.ERROR)
 
 
+@dataclass(frozen=True, slots=True)
+class Display:
+    """How the reports for people show a run: the reader's options, not the run's."""
+
+    show_suppressed: bool = False
+    """List suppressed findings (``--show-suppressed``); they are counted either way."""
+    color: bool = False
+    """ANSI colours: the text report on a terminal, unless ``NO_COLOR`` is set."""
+    verbose: bool = False
+    """Count skipped non-Kubernetes documents in the summary line (``--verbose``)."""
+
+    def visible(self, findings: Sequence[Finding]) -> list[Finding]:
+        """The findings listed: suppressed ones only with ``show_suppressed``."""
+        if self.show_suppressed:
+            return list(findings)
+        return [finding for finding in findings if finding.suppression is None]
+
+
+PLAIN = Display()
+"""Suppressed findings not listed, no colour, not verbose: the default."""
+
 Writer = Callable[[Report, TextIO], None]
 
-_MODULES = {
-    "text": "scanner.reporters.text",
-    "json": "scanner.reporters.json",
-    "sarif": "scanner.reporters.sarif",
-    "github": "scanner.reporters.github",
-    "junit": "scanner.reporters.junit",
-    "html": "scanner.reporters.html",
+_MODULES: dict[str, tuple[str, bool]] = {
+    # format: (its module, whether its ``write`` takes a ``display``)
+    "text": ("scanner.reporters.text", True),
+    "json": ("scanner.reporters.json", False),
+    "sarif": ("scanner.reporters.sarif", False),
+    "github": ("scanner.reporters.github", True),
+    "junit": ("scanner.reporters.junit", False),
+    "html": ("scanner.reporters.html", True),
 }
 
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 
 
-def writer_for(fmt: str) -> Writer:
-    """The ``write`` function of format ``fmt`` (one of ``FORMATS``)."""
-    module = importlib.import_module(_MODULES[fmt])
+def writer_for(fmt: str, display: Display = PLAIN) -> Writer:
+    """The ``write`` function of format ``fmt`` (one of ``FORMATS``), showing the run
+    as ``display`` says when the format is one for people."""
+    name, displayed = _MODULES[fmt]
+    module = importlib.import_module(name)
+    if displayed:
+        return partial(module.write, display=display)
     write: Writer = module.write
     return write
