@@ -56,6 +56,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "scanner.console",
             "scanner.runtime",
             "scanner.findings.records",
+            # The YAML reader: configuration, rule files, manifests and the device-plugin
+            # configs the model reads are all YAML, read with the same limits and marks.
+            "scanner.sources.yaml",
         ),
     ),
     ("config", ("scanner.config",)),
@@ -73,6 +76,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluate", ("scanner.evaluate",)),
     ("findings", ("scanner.findings",)),
     ("reporters", ("scanner.reporters",)),
+    # The policy of a run (config, rule files, baseline) from the work tree or a commit.
+    ("policy", ("scanner.policy",)),
     ("pipeline", ("scanner.pipeline",)),
     ("audit", ("scanner.audit",)),
     ("cli", ("scanner.cli", "scanner.__main__")),
@@ -92,26 +97,6 @@ KNOWN: dict[str, dict[str, str]] = {
         "scanner/model/nodes.py:_common": "C: model/providers/",
     },
     "import direction": {
-        "scanner.config.file -> scanner.sources.yaml.document": (
-            "D: the YAML reader serves config, ruleset, model and sources; it sits below config"
-        ),
-        "scanner.config.file -> scanner.sources.yaml.surrogates": (
-            "D: the YAML reader serves config, ruleset, model and sources; it sits below config"
-        ),
-        "scanner.config.policy -> scanner.findings.baseline": (
-            "D: policy gathers config, rule files and baseline; it comes after them"
-        ),
-        "scanner.config.policy -> scanner.ruleset.load": (
-            "D: policy gathers config, rule files and baseline; it comes after them"
-        ),
-        "scanner.config.policy -> scanner.sources.files": (
-            "D: policy gathers config, rule files and baseline; it comes after them"
-        ),
-        "scanner.findings.drift -> scanner.reporters": "lead: drift goes to audit/ (issue layout)",
-        "scanner.findings.drift -> scanner.reporters.html": "lead: drift goes to audit/",
-        "scanner.findings.drift -> scanner.reporters.json": "lead: drift goes to audit/",
-        "scanner.findings.drift -> scanner.reporters.sarif": "lead: drift goes to audit/",
-        "scanner.findings.drift -> scanner.reporters.text": "lead: drift goes to audit/",
         "scanner.ruleset.fixtures -> scanner.pipeline": (
             "lead: `rules test` runs the pipeline; it belongs after it (cli/ or beside pipeline)"
         ),

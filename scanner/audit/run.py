@@ -41,9 +41,9 @@ from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.errors import printable
 from scanner.evaluate.engine import HelperContext
 from scanner.findings.records import Level, Notification
+from scanner.findings.report import Report
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
-from scanner.reporters import Report
 from scanner.ruleset.load import Rule
 from scanner.runtime import executors as forking
 from scanner.runtime import teardown

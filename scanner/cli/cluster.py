@@ -108,8 +108,7 @@ cluster_options = option_group(
 
 def load_ruleset(options: ClusterOptions) -> tuple[Ruleset, PolicyRecord]:
     """(the ruleset of an audit or snapshot, the record of its policy)."""
-    from scanner import pipeline
-    from scanner.config import policy
+    from scanner import pipeline, policy
 
     chosen = policy.from_work_tree([], options.config_file, None, options.rule_dirs)
     for warning in chosen.loaded.warnings:

@@ -19,7 +19,7 @@ from scanner.reporters import FORMATS, Display
 
 if TYPE_CHECKING:
     from scanner.findings.drift import Drift
-    from scanner.reporters import Report
+    from scanner.findings.report import Report
     from scanner.reporters.output import Destination
 
 
@@ -87,9 +87,9 @@ def write_reports(
         shown = replace(display, color=_color(destination))
         write = writer_for(destination.format, shown)
         if changes is not None:
-            from scanner.findings import drift
+            from scanner.reporters import drift as drift_report
 
-            write = drift.wrap(destination.format, write, changes, shown)
+            write = drift_report.wrap(destination.format, write, changes, shown)
         output.write(destination, partial(write, report))
 
 

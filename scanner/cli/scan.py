@@ -19,7 +19,7 @@ from scanner.errors import UsageError
 
 if TYPE_CHECKING:
     from scanner.findings import baseline
-    from scanner.reporters import Report
+    from scanner.findings.report import Report
 
 HELP = """Scan manifest files and directories (``-`` reads standard input).
 
@@ -145,8 +145,7 @@ def command(
 ) -> int:
     from dataclasses import replace
 
-    from scanner import pipeline
-    from scanner.config import policy
+    from scanner import pipeline, policy
     from scanner.reporters import output
     from scanner.sources.rendered import RenderOptions
 

@@ -5,7 +5,7 @@ checked against the published schema (``scanner.config.validation``), and
 converted; every problem of the file is reported at once, before any scanning.
 Its ``ruleDirs`` must stay inside the repository that holds it. ``parse`` takes
 the file's bytes and a check for its ``ruleDirs``, so a config read from a git
-commit (``scanner.config.policy``) goes through the same validation. Which file
+commit (``scanner.policy``) goes through the same validation. Which file
 a scan uses is ``scanner.config.discovery``'s decision.
 """
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from scanner.findings.records import Finding, Level, Notification, Outcome
-from scanner.reporters import PLAIN, Display, Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 from scanner.reporters.text import safe
 

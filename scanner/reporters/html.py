@@ -36,7 +36,8 @@ from typing import NamedTuple, TextIO
 from urllib.parse import urlsplit
 
 from scanner.findings.records import Finding, Level, Notification, Outcome
-from scanner.reporters import PLAIN, Display, Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import Tally, plural, summary_line, tally
 from scanner.reporters.text import safe
 from scanner.ruleset.docs import RuleDoc

@@ -62,7 +62,7 @@ from json.encoder import encode_basestring
 from typing import Any, TextIO
 
 from scanner.findings.records import Finding, Notification
-from scanner.reporters import Report
+from scanner.findings.report import Report
 from scanner.reporters.tally import tally
 
 SHAPE_VERSION = 1

@@ -40,7 +40,7 @@ from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
 from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
 from scanner.ruleset.docs import HELP_URI, RuleDoc
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

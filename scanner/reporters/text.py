@@ -26,7 +26,8 @@ from typing import TextIO
 
 from scanner.errors import printable
 from scanner.findings.records import Finding, Notification, Outcome
-from scanner.reporters import PLAIN, Display, Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 
 _RESET = "\x1b[0m"

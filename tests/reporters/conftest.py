@@ -24,8 +24,9 @@ from scanner.findings.records import (
     Suppression,
     sort_findings,
 )
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import PLAIN, Display, Report, RunStats, writer_for
+from scanner.reporters import PLAIN, Display, writer_for
 from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")

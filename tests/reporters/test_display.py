@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from scanner.reporters import FORMATS, PLAIN, Display, Report
+from scanner.findings.report import Report
+from scanner.reporters import FORMATS, PLAIN, Display
 
 Render = Callable[..., str]
 

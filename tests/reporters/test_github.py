@@ -3,7 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scanner.findings.records import Finding, Level, Location
-from scanner.reporters import Display, Report
+from scanner.findings.report import Report
+from scanner.reporters import Display
 from scanner.reporters.github import escape_data, escape_property
 
 from .conftest import POLICY

@@ -23,8 +23,10 @@ from cli_run import ROOT, poolgate
 
 from scanner.findings import drift
 from scanner.findings.records import Finding, Level, Location, Notification, Suppression
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import FORMATS, Display, Report, RunStats
+from scanner.reporters import FORMATS, Display
+from scanner.reporters import drift as drift_report
 from scanner.reporters.json import to_document
 from scanner.ruleset.docs import RuleDoc
 
@@ -373,7 +375,7 @@ def test_compare_adds_what_changed_since_the_last_audit(tmp_path: Path) -> None:
         now, drift.load_previous(str(last)), "last.json", drift.checker({"PG603", "PG301"}, ())
     )
     out = io.StringIO()
-    drift.wrap("html", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("html", lambda r, s: None, changes)(now, out)
     assert "<script" not in out.getvalue()
     page = parse(out.getvalue())
     section = page.one("section", id="drift")

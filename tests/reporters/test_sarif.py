@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from scanner.audit import run as audit
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
 from scanner.pipeline import ScanOptions, load_ruleset
-from scanner.reporters import PLAIN, Display, Report, RunStats
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.sarif import cluster_uri
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture

@@ -4,7 +4,8 @@ from collections.abc import Callable
 
 from scanner.config.provenance import PolicyRecord
 from scanner.findings.records import Finding, Level, Location
-from scanner.reporters import Display, Report, RunStats
+from scanner.findings.report import Report, RunStats
+from scanner.reporters import Display
 
 from .conftest import POLICY
 
