@@ -30,11 +30,11 @@ from scanner.findings.records import (
     Outcome,
     sort_findings,
 )
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model, duplicates
 from scanner.model.cluster import ClusterScope
 from scanner.model.pools import MAX_REACH
-from scanner.reporters import Report, RunStats
 from scanner.ruleset.load import (
     DOCUMENT_RULES,
     Rule,
@@ -70,7 +70,7 @@ class ScanOptions:
     """``scan`` or ``audit``: rules whose ``modes`` leave this one out do not run
     (``enable_all`` runs them anyway: fixture tests cover audit-only rules too)."""
     rule_texts: Sequence[RuleText] = ()
-    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.config.policy``)."""
+    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +222,7 @@ def evaluate_inventory(
     ``deadline`` (an audit's): no subject is evaluated once it has passed, and an error
     notification names the rules that did not finish (``RunStats.unfinished``)."""
     # The model's facts and the findings live to the end of the run, like the
-    # inventory: collecting cycles among them only rescans them (~6% of an audit).
+    # inventory: collecting cycles among them only rescans them.
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
         model = build_model(inventory, ruleset.config, scope)

@@ -264,6 +264,7 @@ def test_an_audit_of_a_large_snapshot_has_a_helper_and_the_same_report(
     and the helper takes the dump's complete workloads (the controlled ones, whose
     facts complete through the model, stay here)."""
     from scanner import cli
+    from scanner.audit import run as auditing
 
     dump = REPO / "tests" / "audit" / "controlled" / "dump.yaml"
     argv = ["audit", "--snapshot", str(dump), "--now", "2026-01-01T00:00:00Z", "--format", "json"]
@@ -278,15 +279,15 @@ def test_an_audit_of_a_large_snapshot_has_a_helper_and_the_same_report(
         return helper
 
     monkeypatch.setattr(engine, "start_helper", starting)
-    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", 0)
+    monkeypatch.setattr(auditing, "HELPER_FROM_BYTES", 0)
     monkeypatch.setattr(forking, "available", lambda: False)
     monkeypatch.setattr(engine, "SHIP_FROM", 1)
     monkeypatch.setattr(engine, "SHIP_AT_LEAST", 1)
     assert cli.run([*argv, "--output", str(tmp_path / "helped.json")]) == 1
     assert started and started[0] is not None
     assert (tmp_path / "helped.json").read_text() == (tmp_path / "one.json").read_text()
-    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
-    assert not cli._large(str(dump)) and cli._large(None)  # a live audit: unknown size
+    monkeypatch.setattr(auditing, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
+    assert not auditing._large(str(dump)) and auditing._large(None)  # a live audit: unknown size
 
 
 def test_the_helper_gets_no_more_than_fits_beside_this_process(

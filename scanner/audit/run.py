@@ -29,23 +29,25 @@ audit --snapshot`` starts at stage 3 with a capture read from a file.
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from scanner.audit import redaction
 from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.errors import printable
 from scanner.evaluate.engine import HelperContext
 from scanner.findings.records import Level, Notification
+from scanner.findings.report import Report
 from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
-from scanner.reporters import Report
 from scanner.ruleset.load import Rule
 from scanner.runtime import executors as forking
+from scanner.runtime import teardown
 from scanner.runtime.deadline import Deadline
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
@@ -416,6 +418,49 @@ def evaluate(
         ),
         covered,
     )
+
+
+def read_and_evaluate(
+    ruleset: Ruleset,
+    read: Callable[[], Capture],
+    *,
+    snapshot_file: str | None,
+    now: datetime.datetime | None,
+    deadline: Deadline,
+) -> tuple[Report, Coverage]:
+    """``read`` the capture (of a live cluster, or of ``snapshot_file``) and ``evaluate``
+    it. The capture and the report are held to the end of the process
+    (``scanner.runtime.teardown``): a cluster's objects, freed only at exit."""
+    from scanner.evaluate.engine import start_helper
+
+    # Forked now, while this process is small: a large cluster's objects would make a
+    # later fork's copied pages cost memory (scanner/runtime/executors.py, Helper).
+    helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
+    try:
+        capture = read()
+        report, covered = evaluate(capture, ruleset, now=now, helper=helper, deadline=deadline)
+        teardown.keep(capture, report)
+    finally:
+        if helper is not None:
+            helper.close()
+    return report, covered
+
+
+HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
+"""Snapshot files from which an audit starts a helper process: decoded and modelled,
+64 MiB of JSON take ~400 MiB, and the helper pays once poolgate holds 1 GiB (about
+150 MiB of JSON). A live audit always starts one: its size is known only once read."""
+
+
+def _large(snapshot_file: str | None) -> bool:
+    """Whether an audit may grow past ``forking.FORK_BELOW``: a live one, or a
+    snapshot of ``HELPER_FROM_BYTES`` or more."""
+    if snapshot_file is None:
+        return True
+    try:
+        return os.path.getsize(snapshot_file) >= HELPER_FROM_BYTES
+    except OSError:
+        return False  # snapshot.read reports it
 
 
 def stderr_progress(enabled: bool) -> ProgressPrinter | None:

@@ -97,7 +97,7 @@ def evaluate(
     }
     # The fields of a workload's facts each rule may read: the activation converts only
     # those the subject's rules name (scanner/evaluate/optimize/projection.py), where
-    # converting costs and there are enough workloads to repay reading every rule (~3 ms).
+    # converting costs and there are enough workloads to repay reading every rule.
     selecting = engine.name in CONVERTING and len(subjects.get("workload", ())) >= BIND_FROM
     reads = {rule.id: projection(rule.analysis) for rule in (rules if selecting else ())}
     reads_controlled = {
@@ -356,8 +356,8 @@ _SHIP_COSTS: Final = {
     "pickle": 0.16,
     "unpickle": 0.27,
 }
-"""Evaluation costs in units of one complete workload (~380 us), measured on the
-100,000-pod benchmark snapshot: a deferred (controlled) workload, most of which no
+"""Evaluation costs in units of one complete workload, measured on the 100,000-pod
+benchmark snapshot (benchmarks/README.md): a deferred (controlled) workload, most of which no
 rule runs on; a subject of another type (a Node, a Namespace); an ``object`` subject
 a rule applies to by kind (mostly decided by a guard: a Pod for PG602); pickling a
 shipped workload here; reading it there and sending its findings back."""

@@ -74,8 +74,8 @@ class PodTemplate(NamedTuple):
     (``predictor``). ``spec`` is the pod spec as written (possibly not a mapping:
     the model reports that as PG003); ``path`` is its field path.
     ``container_fields`` are pod-spec keys that hold one container inline (KServe).
-    A named tuple: a live cluster has one per replica pod, and it is built in a
-    third of the time of a frozen dataclass.
+    A named tuple: a live cluster has one per replica pod, and it is quicker to
+    build than a frozen dataclass.
     """
 
     template: str

@@ -40,7 +40,7 @@ class Subject(NamedTuple):
     ``variables`` are the CEL variables particular to this subject
     (``{"workload": {...}}``); the engine always binds ``object`` to ``obj.body``.
     (A tuple: a live audit makes one per object and per pod template, 236,000 for
-    100,000 pods, and a frozen dataclass takes twice as long to build.)
+    100,000 pods, and a frozen dataclass is slower to build.)
     """
 
     type: str

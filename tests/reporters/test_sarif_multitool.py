@@ -26,7 +26,7 @@ from typing import Any
 
 from tool_check import tool_missing
 
-from scanner.reporters import Report
+from scanner.findings.report import Report
 
 Render = Callable[[Report, str], str]
 

@@ -31,7 +31,7 @@ On cel-cpp every rule with variables or parameters is bound, however few its sub
 so the answer never depends on how many objects a run holds: the plain path hands a
 variable's value back through Python, where a timestamp is no CEL value any more, and
 gives each variable an iteration budget of its own. Compiling the wrapped programs
-costs about a millisecond each on the first run; the program cache
+costs time on the first run; the program cache
 (scanner/cel/programcache.py) keeps them for the next.
 
 A rule with ``params`` used to need an activation of its own as well (``params``

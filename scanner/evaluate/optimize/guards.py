@@ -2,9 +2,9 @@
 
 Most conditions begin with a plain flag of the subject (``workload.gpu && ...``,
 ``node.gpu && ...``) or with switches of the run (``config.require.runtimeClass !=
-""``). Evaluating them in CEL converts the subject into CEL values first (tens of
-microseconds for a pod), only to learn that a non-GPU pod is out of scope for a
-dozen GPU rules. A guard reads the same facts in Python instead.
+""``). Evaluating them in CEL converts the subject into CEL values first, only to
+learn that a non-GPU pod is out of scope for a dozen GPU rules. A guard reads the
+same facts in Python instead.
 
 A condition is split at its top-level ``&&`` (from its parse, ``scanner.cel.analysis``;
 parentheses keep what they enclose together). These conjuncts become guards:
@@ -227,8 +227,8 @@ def build_guards(
 
     Like variable binding (bindings.py), only for engines whose activations convert
     values on first read, and with ``subjects``, only for rules with at least
-    ``BIND_FROM`` subjects: compiling a constant conjunct costs about a millisecond,
-    which a one-file pre-commit run never earns back. The pure-Python engine keeps
+    ``BIND_FROM`` subjects: compiling a constant conjunct costs more than a one-file
+    pre-commit run earns back. The pure-Python engine keeps
     evaluating whole conditions, so the rule fixtures, which run under both engines,
     compare the two ways of deciding.
     """
