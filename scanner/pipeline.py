@@ -53,7 +53,7 @@ from scanner.sources.files import (
     load_paths,
 )
 from scanner.sources.rendered import RenderOptions, render_directories
-from scanner.sources.yaml.document import collector_paused
+from scanner.sources.yaml.document import collector_paused, parse_plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +225,7 @@ def evaluate_inventory(
     # inventory: collecting cycles among them only rescans them.
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
-        model = build_model(inventory, ruleset.config, scope)
+        model = build_model(inventory, ruleset.config, scope, read_yaml=parse_plain)
         return _evaluate_model(
             inventory, model, ruleset, repo_root, context_notes, now, helper, deadline
         )

@@ -97,9 +97,6 @@ KNOWN: dict[str, dict[str, str]] = {
             "lead: `rules test` runs the pipeline; it belongs after it (cli/ or beside pipeline)"
         ),
     },
-    "model imports no sources": {
-        "scanner.model.deviceplugin -> scanner.sources.yaml.document": "C",
-    },
     "plain evaluator": {
         "scanner/evaluate/evaluator.py: missing": "A: evaluate/evaluator.py",
     },

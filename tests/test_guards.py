@@ -20,6 +20,7 @@ from scanner.evaluate.optimize.binding import BIND_FROM
 from scanner.evaluate.optimize.guards import Flag, build, build_guards
 from scanner.model import build_model
 from scanner.sources.files import load_paths
+from scanner.sources.yaml.document import parse_plain
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
@@ -138,7 +139,7 @@ def test_every_guard_decision_is_the_conditions_value() -> None:
     guard decides, the CEL condition evaluates to the same bool."""
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     inventory = load_paths([str(FIXTURES)], REPO)
-    model = build_model(inventory, ruleset.config)
+    model = build_model(inventory, ruleset.config, read_yaml=parse_plain)
     run = {"config": ruleset.config.cel_view(), "cluster": {**model.cluster, "now": "2026-01-01"}}
     found = build_guards(ruleset.rules, ruleset.engine, run)
     assert {"PG103", "PG104", "PG303", "PG101", "PG602"} <= set(found)

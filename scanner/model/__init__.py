@@ -114,12 +114,15 @@ def build_model(
     config: Config | None = None,
     scope: ClusterScope | None = None,
     *,
+    read_yaml: deviceplugin.ReadYaml,
     defer: bool = True,
 ) -> Model:
     """Derive every fact once, in dependency order; joins use the index.
 
-    ``scope`` names the cluster an audit read (default: a scan of manifests). With
-    ``defer``, controlled workloads get the rest of their facts when a rule needs
+    ``scope`` names the cluster an audit read (default: a scan of manifests).
+    ``read_yaml`` reads the YAML that objects hold (device-plugin configs in
+    ConfigMaps): the run's YAML reader, ``scanner.sources.yaml.document.parse_plain``.
+    With ``defer``, controlled workloads get the rest of their facts when a rule needs
     them (``scanner.model.workloads``); without it, every fact is computed now."""
     config = config or Config()
     scope = scope or ClusterScope()
@@ -129,8 +132,8 @@ def build_model(
     workloads, invalid = build_workloads(inventory.objects, index, later if defer else None)
     setup = deviceplugin.cluster_setup(index)
     sharing_configs = [
-        (obj, deviceplugin.config_facts(obj, setup))
-        for obj in deviceplugin.config_maps(index, setup)
+        (obj, deviceplugin.config_facts(obj, setup, read_yaml))
+        for obj in deviceplugin.config_maps(index, setup, read_yaml)
     ]
     setup = deviceplugin.with_fallback(setup, [facts for _, facts in sharing_configs])
     entries = deviceplugin.entries_by_key([facts for _, facts in sharing_configs], setup)
@@ -165,19 +168,7 @@ def build_model(
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
-            "rbac": rbac_facts(
-                index,
-                config,
-                deviceplugin.stack_config_maps(
-                    setup,
-                    [obj for obj, _ in sharing_configs],
-                    [
-                        obj.name
-                        for obj in index.kind("ConfigMap")
-                        if obj.namespace in config.operator_namespaces
-                    ],
-                ),
-            ),
+            "rbac": _rbac(index, config, setup, sharing_configs),
         },
         namespaces=namespaces.subjects,
         cluster_subject=(
@@ -187,6 +178,22 @@ def build_model(
         unchecked=unchecked_pod_specs(inventory.objects),
         unfollowed=list(unfollowed),
     )
+
+
+def _rbac(
+    index: ObjectIndex,
+    config: Config,
+    setup: deviceplugin.Setup,
+    sharing_configs: Sequence[tuple[KubeObject, SharingConfigFacts]],
+) -> dict[str, Any]:
+    """``cluster.rbac``, with the ConfigMaps that steer the device stack."""
+    operator_config_maps = [
+        obj.name for obj in index.kind("ConfigMap") if obj.namespace in config.operator_namespaces
+    ]
+    stack = deviceplugin.stack_config_maps(
+        setup, [obj for obj, _ in sharing_configs], operator_config_maps
+    )
+    return rbac_facts(index, config, stack)
 
 
 UNCHECKED_SHOWN: Final = 20

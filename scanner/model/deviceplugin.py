@@ -20,7 +20,12 @@ from typing import Any, Final
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
 from scanner.model.facts import SharingConfigFacts
 from scanner.model.index import ObjectIndex
-from scanner.sources.yaml.document import parse_plain
+
+ReadYaml = Callable[[str], tuple[list[tuple[Any, dict[str, Position]]], list[tuple[str, int, int]]]]
+"""Reads every YAML document of a text: (value, field positions) each, and the problems
+(message, line, column). The run gives the model its YAML reader
+(``scanner.sources.yaml.document.parse_plain``: the limits and marks manifests are read
+with); the model reads the configs ConfigMaps hold with it and imports no source."""
 
 CLUSTER_POLICY = "ClusterPolicy"
 RESOURCE_PREFIX = "nvidia.com/"
@@ -112,13 +117,13 @@ def _named_config_maps(value: object, parent: str = "") -> set[str]:
     return found
 
 
-def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
+def config_maps(index: ObjectIndex, setup: Setup, read: ReadYaml) -> list[KubeObject]:
     """ConfigMaps that hold device-plugin configs: the one ClusterPolicy names, and any
     ConfigMap with a value shaped as one (``_looks_like_config``: Helm installs of the
     plugin)."""
     found = []
     for obj in index.kind("ConfigMap"):
-        if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj):
+        if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj, read):
             found.append(obj)
     return found
 
@@ -141,7 +146,7 @@ _PLUGIN_FLAGS: Final = frozenset(
 """The device plugin's config ``flags`` (its v1 ``Flags``: the command-line options)."""
 
 
-def _looks_like_config(obj: KubeObject) -> bool:
+def _looks_like_config(obj: KubeObject, read: ReadYaml) -> bool:
     """Whether a value of the ConfigMap is a device-plugin config, in YAML or JSON
     (the plugin reads either): ``sharing.timeSlicing``/``sharing.mps`` or one of the
     plugin's ``flags``, with or without ``version`` (the plugin takes a missing one as
@@ -151,7 +156,7 @@ def _looks_like_config(obj: KubeObject) -> bool:
     for value in as_mapping(obj.body.get("data")).values():
         if not (isinstance(value, str) and _may_be_config(value)):
             continue
-        documents, problems = parse_plain(value)
+        documents, problems = read(value)
         if problems and not documents:
             if _spells_config_keys(value):
                 return True
@@ -201,7 +206,9 @@ def _unescape(match: re.Match[str]) -> str:
     return chr(code) if code <= 0x10FFFF else match.group(0)
 
 
-def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, Any]:
+def parse_entry(
+    key: str, text: object, data_path: str, line: int, read: ReadYaml
+) -> dict[str, Any]:
     """One ConfigMap data value as facts. ``line`` is the file line of the data key;
     a block scalar's content starts on the next line, so embedded positions are offset
     from there (``*Line`` facts are absolute file lines, 0 when unknown)."""
@@ -227,7 +234,7 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     if not isinstance(text, str):
         entry["error"] = "value is not a string"
         return entry
-    documents, problems = parse_plain(text)
+    documents, problems = read(text)
     lines = _Lines(text, line)
     if problems:
         message, problem_line, _ = problems[0]
@@ -318,7 +325,7 @@ def _resource(
     }
 
 
-def config_facts(obj: KubeObject, setup: Setup) -> SharingConfigFacts:
+def config_facts(obj: KubeObject, setup: Setup, read: ReadYaml) -> SharingConfigFacts:
     """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
     ``resources``: every sharing resource of every valid entry, with its entry's key."""
     data = as_mapping(obj.body.get("data"))
@@ -326,7 +333,7 @@ def config_facts(obj: KubeObject, setup: Setup) -> SharingConfigFacts:
     entries = []
     for key in sorted(data):
         path = join_path("data", key)
-        entry = parse_entry(key, data[key], "data", obj.position(path)[0])
+        entry = parse_entry(key, data[key], "data", obj.position(path)[0], read)
         if referenced and setup.plugin_enabled and setup.mig_strategy and entry["valid"]:
             # The operator runs the plugin with MIG_STRATEGY from ClusterPolicy, which
             # the plugin takes over flags.migStrategy (flag, environment, file).

@@ -20,7 +20,7 @@ from scanner.model.providers import DECLARE
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.ruleset import catalog
 from scanner.sources.files import load_paths
-from scanner.sources.yaml.document import parse_stream
+from scanner.sources.yaml.document import parse_plain, parse_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ("fixtures/rules", "fixtures/scenarios", "fixtures/demo", "tests/audit/lab")
@@ -29,7 +29,10 @@ INPUTS = ("fixtures/rules", "fixtures/scenarios", "fixtures/demo", "tests/audit/
 @cache
 def models() -> tuple[Model, ...]:
     return tuple(
-        build_model(load_paths([str(ROOT / path)], ROOT), Config(), defer=False) for path in INPUTS
+        build_model(
+            load_paths([str(ROOT / path)], ROOT), Config(), defer=False, read_yaml=parse_plain
+        )
+        for path in INPUTS
     )
 
 
@@ -165,5 +168,5 @@ def test_a_declaration_is_read_by_its_provider_only_in_its_group(
     document: str, kinds: set[str]
 ) -> None:
     inventory = parse_stream(document, "pools.yaml")
-    model = build_model(inventory, Config(), defer=False)
+    model = build_model(inventory, Config(), defer=False, read_yaml=parse_plain)
     assert {node["kind"] for _, node in model.nodes} == kinds

@@ -9,7 +9,7 @@ from scanner.model import build_model
 from scanner.model.facts import NodeFacts
 from scanner.model.index import ObjectIndex
 from scanner.model.providers import clusterapi, gke, karpenter
-from scanner.sources.yaml.document import parse_stream
+from scanner.sources.yaml.document import parse_plain, parse_stream
 
 NODEPOOL = """\
 apiVersion: karpenter.sh/v1
@@ -72,7 +72,9 @@ def objects(*documents: str) -> list[KubeObject]:
 
 
 def node_facts(*documents: str) -> dict[str, NodeFacts]:
-    model = build_model(parse_stream("---\n".join(documents), "pools.yaml"), Config())
+    model = build_model(
+        parse_stream("---\n".join(documents), "pools.yaml"), Config(), read_yaml=parse_plain
+    )
     return {obj.name: facts for obj, facts in model.nodes}
 
 
@@ -179,6 +181,6 @@ def test_declarations_become_node_facts() -> None:
 
 def test_a_declaration_without_gpus_is_no_pool() -> None:
     text = MACHINEDEPLOYMENT.replace('"4"', '"0"')
-    model = build_model(parse_stream(text, "pools.yaml"), Config())
+    model = build_model(parse_stream(text, "pools.yaml"), Config(), read_yaml=parse_plain)
     [(_, facts)] = model.nodes
     assert not facts["gpu"] and model.pools == []
