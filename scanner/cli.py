@@ -467,7 +467,6 @@ def audit(
     from scanner import pipeline
     from scanner.audit import run as auditing
     from scanner.errors import UsageError
-    from scanner.evaluate.engine import start_helper
     from scanner.findings import drift
     from scanner.reporters import output, writer_for
     from scanner.runtime.deadline import READING_SHARE, Deadline
@@ -487,10 +486,7 @@ def audit(
                 f"--now {now_text!r} is not an RFC 3339 time", hint="e.g. 2025-06-01T02:00:00Z"
             ) from None
     ruleset, record = _audit_ruleset(config_file, enable, disable, rule_dirs, cel_engine)
-    # Forked now, while this process is small: a large cluster's objects would make a
-    # later fork's copied pages cost memory (scanner/runtime/executors.py, Helper).
-    helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
-    try:
+    with auditing.helper_process(ruleset, snapshot_file):
         if snapshot_file is not None:
             capture = snapshot.read(snapshot_file, kube_context)
         else:
@@ -498,14 +494,9 @@ def audit(
             capture = _read_live(
                 ruleset, kubeconfig, kube_context, page_size, request_timeout, reading, progress
             )
-        report, coverage = auditing.evaluate(
-            capture, ruleset, now=now, helper=helper, deadline=run_deadline
-        )
+        report, coverage = auditing.evaluate(capture, ruleset, now=now, deadline=run_deadline)
         report = replace(report, policy=record)
         teardown.keep(capture)  # a cluster's objects, held to the end (scanner.runtime.teardown)
-    finally:
-        if helper is not None:
-            helper.close()
     changes = None
     if previous is not None and compare is not None:
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
@@ -525,23 +516,6 @@ def audit(
         output.write(destination, partial(write, shown))
     teardown.keep(report)
     return pipeline.exit_code(report, fail_on)
-
-
-HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
-"""Snapshot files from which an audit starts a helper process: decoded and modelled,
-64 MiB of JSON take ~400 MiB, and the helper pays once poolgate holds 1 GiB (about
-150 MiB of JSON). A live audit always starts one: its size is known only once read."""
-
-
-def _large(snapshot_file: str | None) -> bool:
-    """Whether an audit may grow past ``forking.FORK_BELOW``: a live one, or a
-    snapshot of ``HELPER_FROM_BYTES`` or more."""
-    if snapshot_file is None:
-        return True
-    try:
-        return os.path.getsize(snapshot_file) >= HELPER_FROM_BYTES
-    except OSError:
-        return False  # snapshot.read reports it
 
 
 @cli.command("snapshot")
