@@ -26,7 +26,7 @@ from typing import Any, Final
 from scanner.cel import Engine
 from scanner.evaluate import shipping
 from scanner.evaluate.evaluator import Evaluation, Run
-from scanner.evaluate.loop import Part, Share, Shipped, evaluate_share
+from scanner.evaluate.loop import Measured, Part, Share, Shipped, evaluate_share
 from scanner.evaluate.optimize import SPEEDUPS, plan_run
 from scanner.evaluate.plan import Plan, RunShape
 from scanner.findings.records import Finding
@@ -79,10 +79,11 @@ def evaluate_plan(
 ) -> Evaluation:
     """Evaluate ``subjects`` by ``plan``, on as many processes as pay."""
     many = sum(len(items) for items in subjects.values()) >= PARALLEL_FROM
+    measured: Measured = {}  # a forked child gets a copy of its own
 
     def share(index: int, shares: int, away: Mapping[int, int]) -> Part:
         part = Share(index, shares, CHUNK, away)
-        return evaluate_share(plan, subjects, run, part, deadline, many=many)
+        return evaluate_share(plan, subjects, run, part, deadline, many=many, measured=measured)
 
     helped = shipping.offer(plan, subjects, run, deadline)
     parts: Sequence[Part]

@@ -4,8 +4,8 @@ The same work as the plain evaluation's loop (``scanner.evaluate.evaluator``), a
 the same functions for what a rule means (``applies``, ``evaluate_rule``); what the
 plan (``scanner.evaluate.plan``) adds happens per subject, in this order:
 
-1. the rules that apply to the subject's shape, worked out once per shape
-   (``Plan.steps``);
+1. the rules that apply to the subject's shape (its kind, its controller's kind),
+   worked out once per shape (``Plan.steps``);
 2. what Python decides: a guard that finds the condition false skips the rule, one
    that finds it true skips the CEL condition (``optimize.guards``); a rule with
    comprehensions on an oversized object is refused, the object measured once
@@ -39,7 +39,7 @@ from scanner.evaluate.evaluator import (
     oversized,
 )
 from scanner.evaluate.optimize.projection import projected
-from scanner.evaluate.plan import Plan, RulePlan
+from scanner.evaluate.plan import Plan, RulePlan, Steps
 from scanner.findings.records import Finding
 from scanner.model import Subject
 from scanner.runtime.deadline import Deadline
@@ -79,6 +79,11 @@ class Share:
     away: Mapping[int, int] = field(default_factory=dict)
 
 
+Measured = dict[int, Oversize | None]
+"""id(object body) -> why a rule with comprehensions must not run on it
+(``evaluator.oversized``): an object is measured once, whatever its subjects."""
+
+
 def evaluate_share(
     plan: Plan,
     subjects: Mapping[str, Sequence[Subject]],
@@ -87,17 +92,21 @@ def evaluate_share(
     deadline: Deadline | None = None,
     *,
     many: bool = False,
+    measured: Measured | None = None,
 ) -> Part:
     """Evaluate ``share`` of ``subjects`` by ``plan``. ``many``: the run has many
-    subjects (only how fast an object is measured)."""
+    subjects (only how fast an object is measured); ``measured``: the objects
+    measured so far in this process."""
     parts: dict[str, list[Chunk]] = {}
     counted = 0
     stopped = False  # the deadline passed: the rest only places the helper's findings
     unfinished: set[str] = set()
-    measured: dict[int, Oversize | None] = {}  # id(object body) -> why it is refused
+    if measured is None:
+        measured = {}
     for subject_type in plan.by_type:
         items = subjects.get(subject_type, ())
         away = share.away if subject_type == "workload" else {}
+        shapes: dict[tuple[str, str | None], Steps] = {}
         chunks = parts[subject_type] = []
         step = share.shares * share.size
         for start in range(share.index * share.size, len(items), step):
@@ -115,24 +124,26 @@ def evaluate_share(
                 if subject.obj.context_only:
                     continue
                 counted += 1
-                found.extend(_subject(plan, run, subject_type, subject, measured, many))
+                shape = (subject.obj.kind, controlled_by(subject_type, subject))
+                steps = shapes.get(shape)
+                if steps is None:
+                    steps = shapes[shape] = plan.steps(subject_type, *shape)
+                found.extend(_subject(steps, run, subject_type, subject, measured, many))
     return Part(parts, counted, frozenset(unfinished))
 
 
 def _subject(
-    plan: Plan,
+    steps: Steps,
     run: Run,
     subject_type: str,
     subject: Subject,
-    measured: dict[int, Oversize | None],
+    measured: Measured,
     many: bool,
 ) -> list[Finding]:
     """The findings of one subject. (Called once per subject: the work per rule stays
     inline, as it runs some ten times per subject of a large audit.)"""
-    obj = subject.obj
     variables = subject.variables
-    body = obj.body
-    steps = plan.steps(subject_type, obj.kind, controlled_by(subject_type, subject))
+    body = subject.obj.body
     # First what Python decides: which rules run, and so which facts the activation needs.
     runs: list[tuple[RulePlan, bool | None, Oversize | None]] = []
     for step in steps.plans:

@@ -3,8 +3,8 @@
 The plain evaluation (``scanner.evaluate.evaluator``) asks everything of the rule
 itself, subject after subject. The fast path (``scanner.evaluate.fast``) asks a plan
 instead: one ``RulePlan`` per rule, made once for the run, and from it one list of
-``RulePlan`` for each shape of subject (its type, its kind, its controller's kind),
-made on the first subject of that shape (``Plan.steps``). A rule's plan starts
+``RulePlan`` for each shape of subject (its type, its kind, its controller's kind:
+``Plan.steps``), which the loop asks once per shape. A rule's plan starts
 plain (``RulePlan.of``: the rule as loaded, no shortcut) and each speed-up of
 ``scanner.evaluate.optimize`` is a transform of it; the plan a helper process gets
 is the same one (``scanner.evaluate.shipping``).
@@ -109,7 +109,6 @@ class Plan:
     """The plans of a run's rules with CEL, by subject type, in rule order."""
 
     by_type: Mapping[str, Sequence[RulePlan]]
-    _steps: dict[tuple[str, str, str | None], Steps] = field(default_factory=dict)
 
     @classmethod
     def of(cls, plans: Iterable[RulePlan]) -> Plan:
@@ -125,18 +124,14 @@ class Plan:
 
     def steps(self, subject_type: str, kind: str, controller: str | None) -> Steps:
         """The plans of the rules that apply to a subject of ``subject_type`` and
-        ``kind`` (``controller``: ``evaluator.controlled_by``), worked out once per shape."""
-        key = (subject_type, kind, controller)
-        found = self._steps.get(key)
-        if found is None:
-            found = self._steps[key] = _steps(
-                [
-                    plan if controller is None else replace(plan, reads=plan.reads_controlled)
-                    for plan in self.by_type.get(subject_type, ())
-                    if applies(plan.rule, kind, controller)
-                ]
-            )
-        return found
+        ``kind`` (``controller``: ``evaluator.controlled_by``)."""
+        return _steps(
+            [
+                plan if controller is None else replace(plan, reads=plan.reads_controlled)
+                for plan in self.by_type.get(subject_type, ())
+                if applies(plan.rule, kind, controller)
+            ]
+        )
 
 
 def _steps(plans: list[RulePlan]) -> Steps:
