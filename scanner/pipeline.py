@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from scanner import __version__
 from scanner.cel import Engine, get_engine
@@ -248,12 +248,9 @@ def _evaluate_model(
         ruleset.rules,
         model.subjects(),
         ruleset.engine,
-        {
-            "config": ruleset.config.cel_view(),
-            "cluster": {**model.cluster, "now": _rfc3339(now)},
-        },
+        run_variables(ruleset, model, now),
         # Context objects are never reported on, so a ``ref`` may not point there.
-        _RefLookup(inventory),
+        RefLookup(inventory),
         deadline=deadline,
     )
     findings.extend(evaluation.findings)
@@ -296,6 +293,15 @@ def _evaluate_model(
             unfinished=evaluation.unfinished,
         ),
     )
+
+
+def run_variables(ruleset: Ruleset, model: Model, now: datetime.datetime | None) -> dict[str, Any]:
+    """The variables every subject of a run shares: ``config``, and ``cluster`` with
+    the time rules judge durations against (``now``, default the current time)."""
+    return {
+        "config": ruleset.config.cel_view(),
+        "cluster": {**model.cluster, "now": _rfc3339(now)},
+    }
 
 
 def _unfollowed(workloads: Sequence[str]) -> Notification:
@@ -341,7 +347,7 @@ def _unread_without_finding(
             )
 
 
-class _RefLookup(Mapping[str, KubeObject]):
+class RefLookup(Mapping[str, KubeObject]):
     """``namespace/Kind/name`` -> reportable object, built on first use: only a
     violation with a ``ref`` reads it, and building it names every object."""
 

@@ -3,8 +3,12 @@ on the plain path (scanner/evaluate/evaluator.py) and the fast one (fast.py)."""
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,6 +71,8 @@ def make_obj(
         context_only=context_only,
     )
 
+
+REPO = Path(__file__).resolve().parents[1]
 
 Evaluate = Callable[..., Evaluation]
 
@@ -255,3 +261,29 @@ def test_controlled_workloads_run_only_instance_rules(evaluate: Evaluate) -> Non
         ("PG901", "api-x1"),
         ("PG902", "api-x1"),
     ]
+
+
+def test_the_plain_path_knows_nothing_about_speed() -> None:
+    """scanner/evaluate/evaluator.py (and the stamping it uses) imports nothing from
+    runtime/ or optimize/, directly or through another module: it is what the fast
+    path is compared with (tests/equivalence/)."""
+    for name in ("evaluator", "stamp"):
+        tree = ast.parse((REPO / "scanner" / "evaluate" / f"{name}.py").read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not {module for module in imported if module and _speed(module)}, name
+    probe = "import sys, scanner.evaluate.evaluator; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "scanner.evaluate.evaluator" in loaded
+    assert not [module for module in loaded if _speed(module)]
+
+
+def _speed(module: str) -> bool:
+    """A module of the speed-ups, the fast path or the process machinery."""
+    fast_path = ("plan", "fast", "loop", "shipping", "optimize")
+    return module == "scanner.runtime.executors" or any(
+        module == f"scanner.evaluate.{name}" or module.startswith(f"scanner.evaluate.{name}.")
+        for name in fast_path
+    )
