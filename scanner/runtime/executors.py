@@ -7,10 +7,12 @@ other chunk of subjects to evaluate) and sends only the result back, pickled
 through a pipe. Only while this process is small (``FORK_BELOW``): the child's
 copied pages are memory too. A run expected to grow past that (a large audit) starts
 a ``Helper`` instead, forked before the large data exists, and pickles its part to
-it. Anything that goes wrong on either path (no ``fork`` on the platform, a child
-that crashes or raises, a result that does not pickle) only costs time: the
-child's part is then computed here, so the answer never depends on whether the
-child worked. ``POOLGATE_JOBS=1`` keeps everything in one process.
+it; the runtime keeps the helper for the run (``helper_process``), and the work that
+can use it asks for it (``helper``): it is nobody's parameter. Anything that goes
+wrong on either path (no ``fork`` on the platform, a child that crashes or raises, a
+result that does not pickle) only costs time: the child's part is then computed
+here, so the answer never depends on whether the child worked. ``POOLGATE_JOBS=1``
+keeps everything in one process.
 """
 
 from __future__ import annotations
