@@ -66,7 +66,7 @@ class Origin:
 
     def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str, str]]:
         """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``): a helper
-        process gets one with every workload it evaluates (scanner/evaluate/engine.py)."""
+        process gets one with every workload it evaluates (scanner/evaluate/shipping.py)."""
         return (
             Origin,
             (self.uri, self.document_index, self.line, self.column, self.source_type, self.unit),

@@ -40,7 +40,7 @@ MAX_ENTRIES = 20
 
 HOT_LOOPS: dict[str, str] = {
     # At most two, each under MAX_HOT_LOOP_LINES, each saying "hot loop" in its
-    # docstring or comments. The lead adds the evaluator's loop when it lands (helper A).
+    # docstring or comments.
     "scanner/sources/yaml/walk.py:build": "every node of every manifest passes through it",
 }
 
@@ -85,20 +85,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 KNOWN: dict[str, dict[str, str]] = {
     # rule -> violation -> owner and what removes it. To be emptied.
-    "module size": {
-        "scanner/evaluate/engine.py": "A: evaluator, plan, optimize/ and runtime/",
-    },
-    "function size": {
-        "scanner/evaluate/engine.py:evaluate": "A: evaluator and plan",
-        "scanner/evaluate/engine.py:evaluate.run": "A: evaluator and plan",
-    },
     "import direction": {
         "scanner.ruleset.fixtures -> scanner.pipeline": (
             "lead: `rules test` runs the pipeline; it belongs after it (cli/ or beside pipeline)"
         ),
-    },
-    "plain evaluator": {
-        "scanner/evaluate/evaluator.py: missing": "A: evaluate/evaluator.py",
     },
 }
 

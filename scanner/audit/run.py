@@ -31,7 +31,8 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, TextIO
@@ -39,14 +40,13 @@ from typing import Final, TextIO
 from scanner.audit import redaction
 from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.errors import printable
-from scanner.evaluate.engine import HelperContext
+from scanner.evaluate.shipping import evaluation_helper
 from scanner.findings.records import Level, Notification
 from scanner.findings.report import Report
 from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.ruleset.load import Rule
-from scanner.runtime import executors as forking
 from scanner.runtime import teardown
 from scanner.runtime.deadline import Deadline
 from scanner.sources import snapshot
@@ -390,14 +390,13 @@ def evaluate(
     ruleset: Ruleset,
     *,
     now: datetime.datetime | None = None,
-    helper: forking.Helper[HelperContext] | None = None,
     deadline: Deadline | None = None,
 ) -> tuple[Report, Coverage]:
     """Run ``ruleset`` over a capture; durations are judged as of ``now`` (default:
-    when the capture was taken). ``helper``: a process started before the capture was
-    read (``scanner.evaluate.engine.start_helper``), which may take part of the evaluation.
-    ``deadline``: the run's (``--deadline``); rules that did not finish by then are
-    named in an error notification and in ``report.stats.unfinished``."""
+    when the capture was taken). Inside ``helper_process``, its helper may take part
+    of the evaluation. ``deadline``: the run's (``--deadline``); rules that did not
+    finish by then are named in an error notification and in
+    ``report.stats.unfinished``."""
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
@@ -407,7 +406,6 @@ def evaluate(
         Path.cwd(),
         now=now or capture.captured_at,
         scope=ClusterScope(capture.context, capture.listed),
-        helper=helper,
         deadline=deadline,
     )
     return (
@@ -431,19 +429,24 @@ def read_and_evaluate(
     """``read`` the capture (of a live cluster, or of ``snapshot_file``) and ``evaluate``
     it. The capture and the report are held to the end of the process
     (``scanner.runtime.teardown``): a cluster's objects, freed only at exit."""
-    from scanner.evaluate.engine import start_helper
-
-    # Forked now, while this process is small: a large cluster's objects would make a
-    # later fork's copied pages cost memory (scanner/runtime/executors.py, Helper).
-    helper = start_helper(ruleset.rules, ruleset.engine) if _large(snapshot_file) else None
-    try:
+    with helper_process(ruleset, snapshot_file):
         capture = read()
-        report, covered = evaluate(capture, ruleset, now=now, helper=helper, deadline=deadline)
+        report, covered = evaluate(capture, ruleset, now=now, deadline=deadline)
         teardown.keep(capture, report)
-    finally:
-        if helper is not None:
-            helper.close()
     return report, covered
+
+
+@contextmanager
+def helper_process(ruleset: Ruleset, snapshot_file: str | None) -> Iterator[None]:
+    """Around reading and evaluating an audit that may grow past the fork's memory
+    guard (``_large``): a helper process forked now, while this process is small, that
+    takes part of the evaluation (``scanner.evaluate.shipping``). A large cluster's
+    objects would make a later fork's copied pages cost memory."""
+    if not _large(snapshot_file):
+        yield
+        return
+    with evaluation_helper(ruleset.rules, ruleset.engine):
+        yield
 
 
 HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
@@ -453,7 +456,7 @@ HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
 
 
 def _large(snapshot_file: str | None) -> bool:
-    """Whether an audit may grow past ``forking.FORK_BELOW``: a live one, or a
+    """Whether an audit may grow past ``executors.FORK_BELOW``: a live one, or a
     snapshot of ``HELPER_FROM_BYTES`` or more."""
     if snapshot_file is None:
         return True

@@ -26,8 +26,6 @@ def wrap(fmt: str, write: Writer, drift: Drift, display: Display = PLAIN) -> Wri
     return write
 
 
-
-
 def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
     from scanner.reporters.text import safe  # same escaping as the rest of the report
 

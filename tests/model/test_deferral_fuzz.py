@@ -184,7 +184,7 @@ nested_expressions = st.recursive(leaves | _NESTED, _compound, max_leaves=6)
 
 
 def _projected(facts: dict[str, Any], source: str) -> dict[str, Any] | None:
-    """What the engine's activation holds for ``source`` alone (scanner/evaluate/engine.py)."""
+    """What the engine's activation holds for ``source`` alone (scanner/evaluate/loop.py)."""
     found = projection(analyze_rule((source,)))
     if found is None:
         return None
