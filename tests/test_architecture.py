@@ -10,11 +10,7 @@
 * CEL source is read outside ``scanner/cel/`` only through the analysis;
 * no timing figures in docstrings or comments (they go to benchmarks/README.md).
 
-Some rules are broken today by code that another branch of issue 22 is rewriting.
-``KNOWN`` lists each such violation with the one who removes it; the rule's own test
-fails on any violation not listed, and ``test_known_violations_are_gone[OWNER]``, an
-expected failure until that owner's work lands, starts passing then (strict: the
-suite fails until the entries and the mark are deleted). A function's length is
+Each rule's test fails on any violation: there is no allowlist. A function's length is
 counted from its ``def`` line to its last line (decorators aside); a module's in lines.
 """
 
@@ -82,16 +78,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audit", ("scanner.audit",)),
     ("cli", ("scanner.cli", "scanner.__main__")),
 )
-
-KNOWN: dict[str, dict[str, str]] = {
-    # rule -> violation -> owner and what removes it. To be emptied.
-    "import direction": {
-        "scanner.ruleset.fixtures -> scanner.pipeline": (
-            "lead: `rules test` runs the pipeline; it belongs after it (cli/ or beside pipeline)"
-        ),
-    },
-}
-
 
 # -- reading the package -------------------------------------------------------------
 
@@ -375,45 +361,8 @@ def _current(rule: str) -> frozenset[str]:
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
-def test_no_violation_beyond_the_known_ones(rule: str) -> None:
-    assert _current(rule) - set(KNOWN.get(rule, {})) == set()
-
-
-def test_every_known_violation_is_current() -> None:
-    """An entry whose violation is gone is deleted, so that it cannot hide a new one."""
-    current = {rule: _current(rule) for rule in KNOWN}
-    stale = {rule: sorted(set(KNOWN[rule]) - current[rule]) for rule in KNOWN}
-    assert {rule: entries for rule, entries in stale.items() if entries} == {}
-
-
-OWNERS = sorted({entry.partition(":")[0] for rule in KNOWN.values() for entry in rule.values()})
-
-
-@pytest.mark.parametrize(
-    "owner",
-    [
-        pytest.param(
-            owner,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=f"known violations that {owner}'s work removes; when this passes, "
-                "delete them from KNOWN and this mark",
-            ),
-        )
-        for owner in OWNERS
-    ],
-)
-def test_known_violations_are_gone(owner: str) -> None:
-    current = {rule: _current(rule) for rule in KNOWN}
-    remaining = {
-        rule: sorted(
-            violation
-            for violation, entry in KNOWN[rule].items()
-            if entry.partition(":")[0] == owner and violation in current[rule]
-        )
-        for rule in KNOWN
-    }
-    assert {rule: found for rule, found in remaining.items() if found} == {}
+def test_no_violation(rule: str) -> None:
+    assert sorted(_current(rule)) == []
 
 
 def test_hot_loops_are_few_named_and_say_why() -> None:

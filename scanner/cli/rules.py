@@ -75,7 +75,7 @@ def rules_test(
     fixtures: Path | None, verbose: bool, rule_dirs: tuple[Path, ...], cel_engine: str
 ) -> int:
     from scanner import pipeline
-    from scanner.ruleset import fixtures as ruletest
+    from scanner.pipeline import fixtures as ruletest
 
     ruleset = pipeline.load_ruleset(
         pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, enable_all=True)

@@ -28,6 +28,7 @@ from scanner.model.cluster import ClusterScope
 from scanner.ruleset.load import Rule
 from scanner.sources import snapshot
 from scanner.sources.files import load_paths
+from scanner.sources.yaml.document import parse_plain
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -98,7 +99,7 @@ Evaluate = Callable[
 def evaluated(case: Case, ruleset: pipeline.Ruleset, evaluate: Evaluate) -> Evaluation:
     """``case`` evaluated by ``evaluate``, on a model of its own (evaluating completes
     deferred facts in place)."""
-    model = build_model(case.inventory, ruleset.config, case.scope)
+    model = build_model(case.inventory, ruleset.config, case.scope, read_yaml=parse_plain)
     rules = [rule for rule in ruleset.rules if rule.id not in case.blocked]
     variables = pipeline.run_variables(ruleset, model, NOW)
     lookup = pipeline.RefLookup(case.inventory)

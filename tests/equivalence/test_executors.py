@@ -19,6 +19,7 @@ from scanner.evaluate import fast, shipping
 from scanner.evaluate.evaluator import Evaluation
 from scanner.model import build_model
 from scanner.runtime import executors
+from scanner.sources.yaml.document import parse_plain
 
 from .cases import CASES, SMALL, Case, assert_same, evaluated
 from .conftest import ENGINES
@@ -81,7 +82,7 @@ def test_the_helper_process_gives_the_plain_findings(
     with shipping.evaluation_helper(ruleset.rules, ruleset.engine):
         got = evaluated(case, ruleset, fast.evaluate)
     assert_same(got, plain(name, engine))
-    model = build_model(case.inventory, ruleset.config, case.scope)
+    model = build_model(case.inventory, ruleset.config, case.scope, read_yaml=parse_plain)
     complete = [w for w in model.workloads if w.deferred is None and not w.obj.context_only]
     assert None not in answers
     # One or two workloads are not shipped however low the thresholds: by the cost

@@ -1,8 +1,9 @@
 """One scan, end to end: sources -> inventory -> model -> engine -> findings -> report.
 
-This module and ``cli.py`` are the only ones that know every stage; ``cli.py``
-owns the command line and exit codes, this module owns the order of the stages
-so that ``poolgate scan`` and ``poolgate rules test`` run exactly the same path.
+This package and ``scanner.cli`` are the only ones that know every stage; ``cli``
+owns the command line and exit codes, this package owns the order of the stages
+so that ``poolgate scan`` and ``poolgate rules test`` (``fixtures``, beside it)
+run exactly the same path.
 """
 
 from __future__ import annotations
