@@ -40,7 +40,7 @@ from scanner.findings import Level, Notification
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.reads import ALL_KINDS, Reads, reads, reported_kinds
-from scanner.reporters import Report
+from scanner.reporters import Report, Scanned
 from scanner.rules import Rule
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
@@ -362,6 +362,7 @@ def evaluate(
             report,
             notifications=[*report.notifications, *covered.notifications],
             rules=[rule.doc for rule in ruleset.rules],  # rules that could not run included
+            scanned=Scanned(cluster=capture.context, read_at=capture.captured_at),
         ),
         covered,
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from scanner import __version__, baseline, configfile, forking, suppress
+from scanner import __version__, baseline, configfile, fleet, forking, suppress
 from scanner.cel import Engine, get_engine
 from scanner.config import Config
 from scanner.engine import HelperContext, document_findings, evaluate
@@ -28,10 +28,11 @@ from scanner.findings import (
     Outcome,
     sort_findings,
 )
+from scanner.gitref import relative
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model
 from scanner.model.cluster import ClusterScope
-from scanner.reporters import Report, RunStats
+from scanner.reporters import Report, RunStats, Scanned, report_time
 from scanner.rules import DOCUMENT_RULES, Rule, RuleText, bundled_rules_dir, load_rules, select
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
@@ -136,7 +137,23 @@ def scan_paths(
     if context:
         objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
-    return evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    scanned = Scanned(
+        paths=tuple(shown_path(path, root) for path in paths),
+        context_paths=tuple(shown_path(path, root) for path in context),
+    )
+    return replace(report, scanned=scanned)
+
+
+def shown_path(path: str, root: Path) -> str:
+    """A scanned path as reports name it: repository-relative inside the repository
+    (``.`` for its root), as given outside it and for ``-`` (standard input)."""
+    if path == "-":
+        return path
+    inside = relative(path, root)
+    if inside is None:
+        return path
+    return inside or "."
 
 
 def not_manifests(config: Config) -> Excluded:
@@ -275,6 +292,8 @@ def _evaluate_model(
             skipped_documents=inventory.skipped,
             subjects=evaluation.subjects,
         ),
+        fleet=fleet.summarize(model.pools, model.namespaces),
+        generated_at=report_time(os.environ),
     )
 
 
