@@ -194,6 +194,11 @@ def cli() -> None:
     "work tree; warn when the work tree's differ.",
 )
 @click.option(
+    "--compare",
+    type=click.Path(dir_okay=False),
+    help="A previous --format json report: mark findings new, unchanged or resolved.",
+)
+@click.option(
     "--compare-policy",
     metavar="REF",
     help="Use the work tree's config, rules and baseline, but warn when they differ from "
@@ -230,6 +235,7 @@ def scan(
     baseline_file: Path | None,
     write_baseline: Path | None,
     policy_ref: str | None,
+    compare: str | None,
     compare_policy: str | None,
     helm_values: tuple[str, ...],
     helm_set: tuple[str, ...],
@@ -245,13 +251,14 @@ def scan(
     from dataclasses import replace
     from functools import partial
 
-    from scanner import baseline, output, pipeline, policy
+    from scanner import baseline, drift, output, pipeline, policy
     from scanner.reporters import writer_for
     from scanner.sources.rendered import RenderOptions
 
     destinations = output.pair(formats, outputs, _default_format())
     output.check_apart(destinations, "--baseline", baseline_file)
     output.check_apart(destinations, "--write-baseline", write_baseline)
+    previous = drift.load_previous(compare) if compare is not None else None
     chosen = policy.resolve(
         paths,
         config_file=config_file,
@@ -290,6 +297,17 @@ def scan(
         known = baseline.recorded(report.findings, INCOMPLETE_RULES)
     if known is not None:
         report = pipeline.apply_baseline(report, known)
+    changes = None
+    if previous is not None and compare is not None:
+        scanned = report.scanned.paths if report.scanned is not None else ()
+        changes = drift.compare(
+            report,
+            previous,
+            compare,
+            drift.checker({rule.id for rule in ruleset.rules}, ()),
+            drift.scan_locator(scanned, drift.unread_uris(report)),
+            since="the previous scan",
+        )
     for destination in destinations:
         color = (
             destination.is_stdout
@@ -299,7 +317,10 @@ def scan(
             and "NO_COLOR" not in os.environ
         )
         shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
-        output.write(destination, partial(writer_for(destination.format), shown))
+        write = writer_for(destination.format)
+        if changes is not None:
+            write = drift.wrap(destination.format, write, changes)
+        output.write(destination, partial(write, shown))
     return pipeline.exit_code(report, fail_on)
 
 
@@ -490,6 +511,9 @@ def audit(
             )
         report, coverage = auditing.evaluate(capture, ruleset, now=now, helper=helper)
         report = replace(report, policy=record)
+        if snapshot_file is not None and report.scanned is not None:
+            named = pipeline.shown_path(snapshot_file, Path.cwd())
+            report = replace(report, scanned=replace(report.scanned, snapshot=named))
         lifetime.keep(capture)  # a cluster's objects, held to the end (scanner.lifetime)
     finally:
         if helper is not None:

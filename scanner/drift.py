@@ -1,7 +1,7 @@
-"""Drift between two audits: which findings are new, unchanged or resolved since last night.
+"""Drift between two runs: which findings are new, unchanged or resolved since last night.
 
-``poolgate audit --compare PREVIOUS.json`` reads an earlier ``--format json``
-report and matches findings by fingerprint (rule, object identity, field path:
+``poolgate audit --compare PREVIOUS.json`` (and ``scan --compare``) reads an earlier
+``--format json`` report and matches findings by fingerprint (rule, object identity, field path:
 never line numbers or message text, so a pod Pending for 40 minutes last night
 and 1,480 minutes tonight is the same finding). An object's API version is part of
 its fingerprint, but not of the match: after an upgrade that serves a kind under a
@@ -18,12 +18,16 @@ not in the snapshot, disabled), or could not be evaluated on its object tonight
 on Pods" into "all Pending pods fixed" would be worse than none. The unverified
 findings are part of tonight's JSON report (``drift.unverified``) and the next
 comparison reads them as findings still open: a night with a forbidden kind does
-not turn them into new ones the night after.
+not turn them into new ones the night after. A scan sees files, not a cluster: a
+previous finding is resolved only if its rule ran and its file lies under a path this
+scan was given and was read (``scan_locator``); a file left out of tonight's paths, or
+one that did not parse, leaves its findings unverified.
 
 Reports: the text report leads with what changed; JSON gains a ``drift`` section
 and a ``drift`` key on every finding (``new`` | ``unchanged``); SARIF results get
 ``baselineState`` (``new`` | ``unchanged``), which code-scanning viewers understand;
-the HTML report gains a "Since the last audit" section and a badge on every finding.
+the HTML report gains a "Since the last audit" ("Since the previous scan") section
+and a badge on every finding.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from scanner.errors import UsageError
-from scanner.findings import Finding, Outcome
+from scanner.findings import INCOMPLETE_RULES, Finding, Level, Outcome
 from scanner.reporters import Report, Writer
 
 NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
@@ -51,6 +55,8 @@ class Drift:
     """Last night's findings (as the JSON report had them) that are gone."""
     unverified: tuple[Mapping[str, Any], ...]
     """Last night's findings tonight's audit could not check again."""
+    since: str = "the last audit"
+    """What the previous report was, as headings name it."""
 
     def states(self) -> dict[str, str]:
         states = {f.fingerprint: UNCHANGED for f in self.unchanged}
@@ -97,10 +103,17 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
 
 Checked = Callable[[str, str], bool]
 """(rule id, object kind) -> whether tonight's audit could have reported it again."""
+Located = Callable[[str], bool]
+"""A finding's location URI -> whether this run read that place again."""
 
 
 def compare(
-    report: Report, previous: Sequence[Mapping[str, Any]], path: str, checked: Checked
+    report: Report,
+    previous: Sequence[Mapping[str, Any]],
+    path: str,
+    checked: Checked,
+    located: Located | None = None,
+    since: str = "the last audit",
 ) -> Drift:
     current = [
         finding
@@ -115,9 +128,14 @@ def compare(
     for key, entry in before.items():
         if key in now:
             continue
-        obj = entry.get("object")
+        obj, location = entry.get("object"), entry.get("location")
         kind = obj.get("kind", "") if isinstance(obj, dict) else ""
-        if key not in errored and checked(str(entry.get("ruleId", "")), str(kind)):
+        uri = location.get("uri", "") if isinstance(location, dict) else ""
+        if (
+            key not in errored
+            and checked(str(entry.get("ruleId", "")), str(kind))
+            and (located is None or located(str(uri)))
+        ):
             resolved.append(entry)
         else:
             unverified.append(entry)
@@ -127,6 +145,7 @@ def compare(
         unchanged=tuple(f for f in current if _key(f) in before),
         resolved=tuple(resolved),
         unverified=tuple(unverified),
+        since=since,
     )
 
 
@@ -167,6 +186,28 @@ def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checke
     return lambda rule, kind: rule in ran_set and (rule, kind) not in unseen_set
 
 
+def scan_locator(paths: Collection[str], unread: Collection[str]) -> Located:
+    """``located`` for a scan of ``paths`` (repository-relative, ``.`` for the root, as
+    ``Report.scanned`` has them): a URI under one of them, whose file was not among
+    the ``unread`` (a read error, a document that did not parse)."""
+    roots = tuple(path.rstrip("/") for path in paths)
+    missed = frozenset(unread)
+
+    def located(uri: str) -> bool:
+        if uri in missed:
+            return False
+        return any(root in (".", "") or uri == root or uri.startswith(root + "/") for root in roots)
+
+    return located
+
+
+def unread_uris(report: Report) -> set[str]:
+    """Files a run could not read: error notifications with a URI, and PG001 findings."""
+    unread = {note.uri for note in report.notifications if note.uri and note.level is Level.ERROR}
+    unread.update(f.location.uri for f in report.findings if f.rule_id in INCOMPLETE_RULES)
+    return unread
+
+
 # -- reports -----------------------------------------------------------------------
 
 
@@ -199,7 +240,7 @@ def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
     head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
     if numbers[UNVERIFIED]:
         head += f", {numbers[UNVERIFIED]} unverified (their rules could not run on them)"
-    stream.write(f"Since the last audit ({safe(drift.previous)}): {head}\n")
+    stream.write(f"Since {drift.since} ({safe(drift.previous)}): {head}\n")
     for finding in drift.new:
         stream.write(
             f"  {NEW:<10} {safe(finding.location.uri)} {finding.level} {finding.rule_id} "
@@ -231,10 +272,21 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
 
     numbers = counts(drift)
     rows = [
-        html.ChangeRow(NEW, f.location.uri, str(f.level), f.rule_id, f.message) for f in drift.new
+        html.ChangeRow(
+            NEW,
+            f.location.uri,
+            str(f.level),
+            f.rule_id,
+            f.message,
+            f.ref.logical_name if f.ref is not None else "",
+        )
+        for f in drift.new
     ]
     for state, entries in ((RESOLVED, drift.resolved), (UNVERIFIED, drift.unverified)):
-        rows += [html.ChangeRow(state, *_previous_fields(entry)) for entry in entries]
+        rows += [
+            html.ChangeRow(state, *_previous_fields(entry), _previous_object(entry))
+            for entry in entries
+        ]
     changes = html.Changes(
         previous=drift.previous,
         counts=[
@@ -245,8 +297,18 @@ def _html(report: Report, stream: TextIO, drift: Drift) -> None:
         ],
         rows=rows,
         states=drift.states(),
+        since=drift.since,
     )
     html.write(report, stream, changes)
+
+
+def _previous_object(entry: Mapping[str, Any]) -> str:
+    """``namespace/Kind/name`` of a finding of the previous JSON report, or ``""``."""
+    obj = entry.get("object")
+    if not isinstance(obj, dict):
+        return ""
+    parts = [obj.get("namespace"), obj.get("kind"), obj.get("name")]
+    return "/".join(str(part) for part in parts if isinstance(part, str) and part)
 
 
 def _json(report: Report, stream: TextIO, drift: Drift) -> None:
