@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, TextIO
 
-from scanner.findings import Finding, Notification, Outcome
+from scanner.findings import Finding, Level, Notification, Outcome
 from scanner.fleet import Fleet
 from scanner.reporters import Report
 from scanner.reporters.htmlassets import CSP, SCRIPT, STYLE
@@ -85,6 +85,7 @@ CHANGE_ROWS = 300
 """Rows of each state in the drift table; the findings themselves carry their state."""
 _RANK = {"error": 0, "warning": 1, "note": 2, "rule-error": 3}
 CLUSTER = "cluster://"
+_LEVELS = {level: str(level) for level in Level}
 
 
 def write(report: Report, stream: TextIO, changes: Changes | None = None) -> None:
@@ -126,6 +127,9 @@ class _Page:
             fired.update(row.rule_id for row in changes.rows)
         self.documented = {rule.id for rule in report.rules if rule.id in fired}
         self.names = {rule.id: rule.name for rule in report.rules}
+        self._badges: dict[str, str] = {}
+        """Row label -> its badge, and rule id -> its Rule cell: made once, not per row."""
+        self._rules: dict[str, str] = {}
 
     # -- header and summary ----------------------------------------------------------
 
@@ -435,7 +439,12 @@ class _Page:
     def _row(self, finding: Finding) -> str:
         label = _row_label(finding)
         state = self.states.get(finding.fingerprint) if self.states else None
-        shown = badge(_label(finding), suppressed=finding.suppression is not None)
+        shown = self._badges.get(label)
+        if shown is None:
+            shown = self._badges[label] = badge(_label(finding), label == "suppressed")
+        rule = self._rules.get(finding.rule_id)
+        if rule is None:
+            rule = self._rules[finding.rule_id] = self._rule_cell(finding.rule_id)
         data = f' data-l="{label}" data-r="{text(finding.rule_id)}"'
         if state is not None:
             shown += f' <span class="drift drift-{anchor_part(state)}">{text(state)}</span>'
@@ -454,14 +463,16 @@ class _Page:
             where = f"<code>{location.line}:{location.column}</code>"
         if location.path:
             where += f"{'<br>' if where else ''}<code>{text(location.path)}</code>"
-        name = self.names.get(finding.rule_id, "")
-        rule = self._rule_link(finding.rule_id)
-        if name:
-            rule += f'<span class="rn">{text(name)}</span>'
         return (
             f'<tr{row_class}{data}><td class="l">{shown}</td><td class="r">{rule}</td>'
             f'<td>{message}</td><td class="w">{where}</td></tr>\n'
         )
+
+    def _rule_cell(self, rule_id: str) -> str:
+        """A row's Rule cell: the id (a link to its documentation) over its name."""
+        cell = self._rule_link(rule_id)
+        name = self.names.get(rule_id, "")
+        return cell + f'<span class="rn">{text(name)}</span>' if name else cell
 
     def rules(self) -> str:
         return rules_section(self.report.rules, self.visible, self.documented, self.paths)
@@ -500,7 +511,7 @@ def _rank(finding: Finding) -> int:
 
 
 def _label(finding: Finding) -> str:
-    return "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
+    return "rule-error" if finding.outcome is Outcome.ERROR else _LEVELS[finding.level]
 
 
 def _row_label(finding: Finding) -> str:
@@ -528,7 +539,10 @@ def _bar_rows(findings: Sequence[Finding], name: Callable[[Finding], str]) -> li
     """Bars of ``findings`` counted by ``name(finding)``, largest first."""
     counts: dict[str, Counter[str]] = {}
     for finding in findings:
-        counts.setdefault(name(finding), Counter())[_label(finding)] += 1
+        key = name(finding)
+        if key not in counts:
+            counts[key] = Counter()
+        counts[key][_label(finding)] += 1
     ordered = sorted(counts.items(), key=lambda item: (-item[1].total(), item[0]))
     return [Bar(label, dict(levels)) for label, levels in ordered]
 
