@@ -8,7 +8,9 @@ subprocess with its peak RSS; medians of the repeats. Then a one-file scan
 ``poolgate audit`` on generated snapshots once that command exists: the
 controllers shape (pods under controllers in the snapshot, sharing their
 templates: the budget line) and the worst case (every pod its own template,
-owners absent), both in the same run.
+owners absent), both in the same run. Last, a 10,000-finding HTML report: its
+size, and its load time in headless Chromium when one is installed
+(benchmarks/htmlreport.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.corpus import generate_corpus, write_corpus
 from benchmarks.emit import dump_stream
@@ -39,6 +41,9 @@ from benchmarks.measure import (
     run_child,
 )
 from benchmarks.snapshot import write_snapshot
+
+if TYPE_CHECKING:
+    from benchmarks.htmlreport import HtmlResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = (1_000, 10_000, 50_000)
@@ -156,6 +161,7 @@ class Report:
     checkov: dict[str, Any] | None = None
     audit: list[AuditResult] | None = None  # None: not run (--no-audit)
     audit_unavailable: str | None = None  # why ``poolgate audit`` could not run
+    html: HtmlResult | None = None  # None: not run (--no-html)
     notes: list[str] = field(default_factory=list)
     failed: bool = False
 
@@ -396,6 +402,15 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
                 report.failed = True
     if args.audit:
         run_audit(args, report, say)
+    if args.html:
+        from benchmarks import htmlreport  # imports the scanner's reporters
+
+        say(f"  html report: {args.html_findings:,} findings")
+        with workdir(args.keep, "html-report") as work:
+            report.html = htmlreport.measure(
+                work / "report.html", args.repeats, args.html_findings, args.seed
+            )
+        report.failed |= (report.html.browser or "").startswith(("page errors", "failed"))
     report.machine["loadavg_end"] = _loadavg()
     return report
 
@@ -472,6 +487,7 @@ def format_report(report: Report) -> str:
             f"checkov/poolgate = {_ratio(ck['seconds'], ck['poolgate_seconds'])}"
         )
     lines += audit_lines(report)
+    lines += _html_lines(report.html)
     for r in report.sizes:
         if r.poolgate.error:
             lines.append(f"poolgate scan failed on {r.objects:,} objects: {r.poolgate.error}")
@@ -480,6 +496,12 @@ def format_report(report: Report) -> str:
     lines += [f"note: {n}" for n in report.notes]
     lines += ["", BUDGET, "", "Verdict (this run):", *verdicts(report)]
     return "\n".join(lines)
+
+
+def _html_lines(result: HtmlResult | None) -> list[str]:
+    from benchmarks import htmlreport  # imports the scanner's reporters: only when asked
+
+    return htmlreport.lines(result)
 
 
 def audit_lines(report: Report) -> list[str]:
@@ -658,6 +680,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run (default 900)")
     parser.add_argument("--no-checkov", dest="checkov", action="store_false")
     parser.add_argument("--no-audit", dest="audit", action="store_false")
+    parser.add_argument("--no-html", dest="html", action="store_false")
+    parser.add_argument(
+        "--html-findings",
+        type=int,
+        default=10_000,
+        help="findings in the generated HTML report (default 10000)",
+    )
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else FULL_SIZES)
