@@ -82,6 +82,8 @@ def test_new_unchanged_and_resolved_since_the_previous_scan(tmp_path: Path) -> N
     )
     html = page.read_text(encoding="utf-8")
     assert '<section id="drift">\n<h2>Since the previous scan</h2>' in html
+    drift_section = html.split('<section id="drift">')[1].split("</section>")[0]
+    assert "ml/Deployment/fixed</code></td><td><code>k8s/fixed.yaml</code>" in drift_section
 
 
 def test_files_this_scan_did_not_read_are_unverified_not_resolved(tmp_path: Path) -> None:

@@ -300,7 +300,7 @@ class _Page:
                     f"{text(row.state)}</span></td>"
                     f'<td class="r">{self._rule_link(row.rule_id)}</td>'
                     f"<td>{badge(row.level)}</td><td><code>{text(row.obj)}</code></td>"
-                    f"<td><code>{text(self.paths.path(row.uri))}</code></td>"
+                    f"<td>{self._where(row.uri, row.obj)}</td>"
                     f"<td>{text(self.paths.message(row.message))}</td></tr>\n"
                 )
             out += "</tbody>\n</table></div>\n"
@@ -312,6 +312,12 @@ class _Page:
             if cut:
                 out += f'<p class="muted">Not listed here: {", ".join(cut)}.</p>\n'
         return out + "</section>\n"
+
+    def _where(self, uri: str, obj: str) -> str:
+        """A drift row's file; nothing for a cluster object, whose URI repeats its name."""
+        if obj and uri.startswith(CLUSTER):
+            return ""
+        return f"<code>{text(self.paths.path(uri))}</code>"
 
     def notifications(self) -> str:
         notes: Sequence[Notification] = self.report.notifications

@@ -521,8 +521,8 @@ def test_compare_adds_what_changed_since_the_last_audit(tmp_path: Path) -> None:
     )
     rows = [[td.text() for td in tr.kids("td")] for tr in section.all("tr")][1:]
     assert rows == [
-        ["new", "PG501", "error", "ml/Pod/fresh", "cluster://prod/ml/Pod/fresh", "m"],
-        ["resolved", "PG301", "error", "ml/Pod/gone", "cluster://prod/ml/Pod/gone", "m"],
+        ["new", "PG501", "error", "ml/Pod/fresh", "", "m"],
+        ["resolved", "PG301", "error", "ml/Pod/gone", "", "m"],
     ]
     # Each listed finding carries its state, and the filter can pick it.
     states = {
