@@ -135,8 +135,9 @@ data:
 """
 
 
-def test_a_pull_request_cannot_put_markup_or_script_on_the_page(tmp_path: Path) -> None:
-    """Object names, namespaces and a user rule's documentation, through the CLI."""
+def _hostile_report(tmp_path: Path) -> Path:
+    """A pull request's repository: a hostile object and a user rule with hostile
+    documentation, scanned with ``--format html``."""
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "rules").mkdir()
@@ -149,7 +150,12 @@ def test_a_pull_request_cannot_put_markup_or_script_on_the_page(tmp_path: Path) 
         "-o", str(out), cwd=repo,
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
-    output = out.read_text(encoding="utf-8")
+    return out
+
+
+def test_a_pull_request_cannot_put_markup_or_script_on_the_page(tmp_path: Path) -> None:
+    """Object names, namespaces and a user rule's documentation, through the CLI."""
+    output = _hostile_report(tmp_path).read_text(encoding="utf-8")
     page = parse(output)
     _inert(page)
     for raw in ("<img", "<iframe", "<svg onload", "<script>alert", '="javascript:'):
@@ -163,8 +169,11 @@ def test_a_pull_request_cannot_put_markup_or_script_on_the_page(tmp_path: Path) 
     assert "Defined in rules/EVIL001-evil-docs.yaml" in doc.text()
     assert doc.all("a") == []  # no link: neither Markdown's nor helpUri
 
+
+def test_the_hostile_page_runs_nothing_in_a_browser(tmp_path: Path) -> None:
+    report = _hostile_report(tmp_path)
     with browser() as chromium:
-        loaded = chromium.open(out)
+        loaded = chromium.open(report)
         assert loaded.console == [] and loaded.exceptions == []
         assert chromium.csp_violations() == []  # nothing even tried to run or load
         state = chromium.evaluate(
