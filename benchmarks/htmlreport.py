@@ -28,13 +28,13 @@ from typing import Any
 import yaml
 
 from benchmarks.browser import Browser, BrowserError, find_chromium
-from scanner.findings import Finding, Level, Location, Outcome, sort_findings
-from scanner.fleet import Fleet, PoolSummary, Tenant
+from scanner.findings.fleet import Fleet, PoolSummary, Tenant
+from scanner.findings.records import Finding, Level, Location, Outcome, sort_findings
+from scanner.findings.report import Report, RunStats, Scanned
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, RunStats, Scanned
 from scanner.reporters import html as html_report
-from scanner.ruledoc import RuleDoc
-from scanner.rules import bundled_rules_dir
+from scanner.ruleset.docs import RuleDoc
+from scanner.ruleset.load import bundled_rules_dir
 
 FINDINGS = 10_000
 NAMESPACES = 40

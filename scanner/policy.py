@@ -9,7 +9,7 @@ over the root one, a rule directory of the author's own, a baseline holding the
 pull request's own findings.
 
 ``--policy-ref REF`` reads every one of them from the commit REF (the pull
-request's base) instead, through ``scanner.gitref``: the config is discovered in
+request's base) instead, through ``scanner.config.gitref``: the config is discovered in
 REF's tree exactly as in the work tree (nearest ``.poolgate.yaml`` from the first
 scanned path up to the repository root), ``--config``, ``--rules`` and
 ``--baseline`` paths inside the repository name files of REF, and ``ruleDirs`` are
@@ -17,7 +17,7 @@ listed in REF. Paths outside the repository (a config or rules the CI job brings
 along) are not the pull request's and are read from the file system. A REF that
 does not name a commit is a usage error: the run fails closed.
 
-Either way the run keeps a ``PolicyRecord`` (``scanner.provenance``) naming the
+Either way the run keeps a ``PolicyRecord`` (``scanner.config.provenance``) naming the
 files used and their SHA-256, and with a commit to compare against
 (``--policy-ref`` or ``--compare-policy``) a warning names the policy files whose
 work-tree version differs from the commit's. Without either option no git
@@ -35,14 +35,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from scanner import baseline, configfile, provenance
-from scanner.config import Config
-from scanner.configfile import CONFIG_FILE_NAME, MAX_CONFIG_SIZE, LoadedConfig
+from scanner.config import discovery, provenance
+from scanner.config import file as configfile
+from scanner.config.file import CONFIG_FILE_NAME, MAX_CONFIG_SIZE, LoadedConfig
+from scanner.config.gitref import SYMLINK_MODE, Commit, Entry, blob_id, relative
+from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
+from scanner.config.values import Config
 from scanner.errors import ConfigError, RuleLoadError, UsageError
-from scanner.findings import Level, Notification
-from scanner.gitref import SYMLINK_MODE, Commit, Entry, blob_id, relative
-from scanner.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
-from scanner.rules import MAX_RULE_FILE_SIZE, RuleText, rule_files
+from scanner.findings import baseline
+from scanner.findings.records import Level, Notification
+from scanner.ruleset.load import MAX_RULE_FILE_SIZE, RuleText, rule_files
 
 LISTED_CHANGES: Final = 20
 """Changed policy files named in the warning; the report lists them all."""
@@ -105,7 +107,7 @@ def from_work_tree(
         data = baseline.read(baseline_file)
         recorded = baseline.parse(data, str(baseline_file))
         baseline_record = PolicyFile(_shown(baseline_file, root), _sha256(data), provenance.FILE)
-    loaded = configfile.resolve(paths, config_file)
+    loaded = discovery.resolve(paths, config_file)
     directories = (*(Path(item) for item in loaded.config.rule_dirs), *rule_dirs)
     source = (
         provenance.EXPLICIT
@@ -177,7 +179,7 @@ def _config(
     if config_file is not None:
         inside = relative(config_file, commit.root)
         if inside is None:  # brought by the CI job, not part of the pull request
-            return configfile.resolve(paths, config_file), provenance.EXPLICIT
+            return discovery.resolve(paths, config_file), provenance.EXPLICIT
         entry = commit.entries([inside]).get(inside)
         if entry is None:
             raise UsageError(
@@ -193,7 +195,7 @@ def _config(
     if named:
         used = f"{commit.label}:{first.path}" if first else ""
         shown = [f"{commit.label}:{name}" if name else "" for name in named]
-        warning = configfile.mixed_configs(used, shown)
+        warning = discovery.mixed_configs(used, shown)
         loaded = replace(loaded, warnings=(*loaded.warnings, warning))
     return loaded, provenance.GIT_REF if first is not None else provenance.DEFAULTS
 
@@ -383,7 +385,7 @@ def _compare(
         if explicit is not None:
             paths.add(explicit)
     else:
-        found, _ = configfile.nearest(start)  # the config the work tree would use
+        found, _ = discovery.nearest(start)  # the config the work tree would use
         head = relative(found, root) if found is not None else None
         if head is not None:
             paths.add(head)
@@ -410,7 +412,7 @@ def _compare(
 
 def _nearest_configs_paths(commit: Commit, start: Path) -> Iterable[str]:
     """The config the commit's tree has nearest to ``start`` (the work-tree side is
-    ``configfile.nearest``)."""
+    ``discovery.nearest``)."""
     directory = start if start.is_dir() else Path(os.path.abspath(start)).parent
     inside = relative(directory, commit.root)
     if inside is None:

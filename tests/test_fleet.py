@@ -1,4 +1,4 @@
-"""The fleet summary a run carries (scanner/fleet.py): built from the model's pools and
+"""The fleet summary a run carries (scanner/findings/fleet.py): built from the model's pools and
 namespaces, written by the JSON report and drawn by the HTML report."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 from cli_run import poolgate
 from reporters.htmlpage import parse
 
-from scanner.fleet import Fleet, PoolSummary, summarize
+from scanner.findings.fleet import Fleet, PoolSummary, summarize
 from scanner.inventory import Inventory
 from scanner.model import build_model
 from scanner.sources.files import load_paths
+from scanner.sources.yaml.document import parse_plain
 
 SCENARIO = "fixtures/scenarios/timeslice-trust"
 
@@ -47,7 +48,7 @@ def test_declarations_count_apart_from_nodes() -> None:
 def test_the_summary_is_the_models_pools(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parent.parent
     inventory: Inventory = load_paths([SCENARIO], root)
-    model = build_model(inventory)
+    model = build_model(inventory, read_yaml=parse_plain)
     fleet = summarize(model.pools, model.namespaces)
     assert isinstance(fleet, Fleet)
     assert [pool.name for pool in fleet.pools] == [p.facts["name"] for p in model.pools]

@@ -1,4 +1,4 @@
-"""Reading a commit's tree with git plumbing (``scanner.gitref``)."""
+"""Reading a commit's tree with git plumbing (``scanner.config.gitref``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from scanner.config.gitref import Commit, blob_id, relative
 from scanner.errors import UsageError
-from scanner.gitref import Commit, blob_id, relative
 
 
 def _git(*args: str, cwd: Path, data: bytes | None = None) -> str:

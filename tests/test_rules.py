@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from scanner.cel import get_engine
-from scanner.config import Config, RuleOverride
+from scanner.config.values import Config, RuleOverride
 from scanner.errors import RuleLoadError
-from scanner.findings import Level
-from scanner.rules import RuleText, bundled_rules_dir, load_rules, select
+from scanner.findings.records import Level
+from scanner.ruleset.load import RuleText, bundled_rules_dir, load_rules, select
 
 GOOD = """\
 id: ACME001
@@ -125,7 +125,7 @@ def test_user_rules_cannot_claim_builtin(tmp_path: Path) -> None:
         GOOD.replace("subject: object", "subject: document").split("match:")[0] + "builtin: true\n"
     )
     write(tmp_path, "a.yaml", text)
-    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003, PG004 are built in"):
+    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003, PG004, PG005 are built in"):
         load_rules([tmp_path], get_engine("cpp"))
 
 

@@ -2,18 +2,20 @@
 does not parse and type-check every rule again.
 
 Compiling the ~100 expressions of the bundled rules with cel-cpp, and checking their
-comprehension nesting, took about 95 ms of a 430 ms one-file scan on the project
-machine; restoring them with cel-expr-python's ``deserialize`` takes a few. An entry
+comprehension nesting, is a large part of a one-file scan; restoring them with
+cel-expr-python's ``deserialize`` is a small part of that (benchmarks/README.md,
+"Measurements behind the code"). An entry
 is found only by the SHA-256 of its exact source text and required result kind, and
 the file's name carries the identity of everything a compiled program depends on:
 the cel-expr-python library file, the declared variables and functions, the nesting
 limit, poolgate's version, the source of the code that vets a program (``cpp.py``,
-``budget.py``) and this format. Anything else (a changed rule, another library
+``budget.py``, and the CEL reading that tells the nesting, ``analysis.code()``) and
+this format. Anything else (a changed rule, another library
 build, a stricter check) is a miss and compiles as before; a program is stored only
 after it compiled and passed every check. An entry that does not deserialize is a
 miss too. Old files of other identities stay until the cache directory is deleted.
 
-The file lives in poolgate's cache directory (``scanner.cachedir``) and holds records
+The file lives in poolgate's cache directory (``scanner.runtime.cachedir``) and holds records
 of a 16-byte key, a 4-byte big-endian length and the serialized program, after the
 HMAC that ``cachedir`` checks: a restored program skips the type and nesting checks,
 so one that poolgate did not store itself (``[]`` under a rule's key silences the
@@ -32,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from scanner import cachedir
+from scanner.runtime import cachedir
 
 FORMAT: Final = 2
 MAX_ENTRIES: Final = 4096

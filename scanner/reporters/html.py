@@ -8,7 +8,7 @@ Top to bottom::
                     and its SHA-256, rule files and baseline; the poolgate version
     Summary         counts by level and outcome, and charts (inline SVG) of the
                     findings by level, by rule, by namespace and by trust domain
-    Since ...       only with ``--compare`` (scanner/drift.py): new, unchanged,
+    Since ...       only with ``--compare`` (scanner/findings/drift.py): new, unchanged,
                     resolved and unverified, and what is new or gone
     GPU fleet       every pool: SKU, sharing mode, MIG strategy, members drawn by
                     their worst finding, tenants and their trust domains
@@ -37,9 +37,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, TextIO
 
-from scanner.findings import Finding, Level, Notification, Outcome
-from scanner.fleet import Fleet
-from scanner.reporters import Report
+from scanner.findings.fleet import Fleet
+from scanner.findings.records import Finding, Level, Notification, Outcome
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.htmlassets import CSP, SCRIPT, STYLE
 from scanner.reporters.htmlfleet import fleet_section
 from scanner.reporters.htmlrules import rules_section
@@ -88,12 +89,14 @@ CLUSTER = "cluster://"
 _LEVELS = {level: str(level) for level in Level}
 
 
-def write(report: Report, stream: TextIO, changes: Changes | None = None) -> None:
+def write(
+    report: Report, stream: TextIO, changes: Changes | None = None, *, display: Display = PLAIN
+) -> None:
     """Write the whole page; ``changes`` adds the drift section of ``--compare``.
 
     Written in the order it is built, finding groups a few at a time: a 100,000-pod
     audit's page as one string took its size several times over at once."""
-    page = _Page(report, changes)
+    page = _Page(report, changes, display)
     stream.write(page.head())
     stream.write(page.summary())
     if changes is not None:
@@ -112,11 +115,12 @@ class _Group(NamedTuple):
 
 
 class _Page:
-    def __init__(self, report: Report, changes: Changes | None) -> None:
+    def __init__(self, report: Report, changes: Changes | None, display: Display) -> None:
         self.report = report
         self.drift = changes
+        self.display = display
         self.counts: Tally = tally(report.findings)
-        self.visible = report.visible()
+        self.visible = display.visible(report.findings)
         scanned = report.scanned
         given = [*scanned.paths, *scanned.context_paths, scanned.snapshot] if scanned else []
         self.paths = LocalPaths(report.repo_root, given)
@@ -140,7 +144,7 @@ class _Page:
             self.counts,
             files=report.stats.files,
             objects=report.stats.objects,
-            suppressed_shown=report.show_suppressed,
+            suppressed_shown=self.display.show_suppressed,
             baselined=report.stats.baselined,
             incomplete=report.input_errors(),
         )
@@ -347,9 +351,9 @@ class _Page:
 
     def findings(self) -> Iterator[str]:
         """The findings section, in pieces (``write``)."""
-        counts, report = self.counts, self.report
+        counts = self.counts
         out = '<section id="findings">\n<h2>Findings</h2>\n'
-        if counts.suppressed and not report.show_suppressed:
+        if counts.suppressed and not self.display.show_suppressed:
             out += (
                 f'<p class="muted">{plural(counts.suppressed, "suppressed finding")} not '
                 "listed (run with --show-suppressed to list them).</p>\n"

@@ -1,6 +1,6 @@
 """The GPU fleet map of the HTML report: every pool, its hardware, sharing and tenants.
 
-A card per pool (``Report.fleet``, built from the model by ``scanner.fleet``): its
+A card per pool (``Report.fleet``, built from the model by ``scanner.findings.fleet``): its
 SKU and GPU product, sharing mode, MIG strategy, its members drawn as squares coloured
 by their most severe finding, the counts of those findings, its tenants with their
 trust domains, and a warning when tenants of several trust domains share its GPUs
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from scanner.findings import Finding, Outcome
-from scanner.fleet import Fleet, PoolSummary
+from scanner.findings.fleet import Fleet, PoolSummary
+from scanner.findings.records import Finding, Outcome
 from scanner.reporters.htmlsvg import LEVELS, members
 from scanner.reporters.htmltext import text
 from scanner.reporters.tally import plural

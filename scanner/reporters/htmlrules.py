@@ -14,11 +14,11 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from scanner.findings import Finding
+from scanner.findings.records import Finding
 from scanner.reporters.htmltext import LocalPaths, badge, plain_web_url, rule_anchor, text
 from scanner.reporters.markdown import render as markdown
 from scanner.reporters.tally import plural
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 
 def rules_section(
@@ -62,7 +62,7 @@ def rules_section(
 def rule_file(source: str, paths: LocalPaths) -> str:
     """A rule's file: ``bundled: NAME`` for poolgate's own rules; else repository-
     relative, or by its directory and name outside the repository."""
-    from scanner.rules import bundled_rules_dir  # loaded already by the run
+    from scanner.ruleset.load import bundled_rules_dir  # loaded already by the run
 
     if os.path.isabs(source) and os.path.dirname(source) == str(bundled_rules_dir()):
         return f"bundled: {Path(source).name}"

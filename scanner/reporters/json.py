@@ -47,7 +47,7 @@ findings in the run's deterministic order, indented by 2::
         {"level": "warning", "message": "...", "uri": "k8s/x.yaml",
          "line": 3, "column": null, "ruleId": null}   # null when unknown
       ],
-      "fleet": {                  # the GPU pools the run saw (scanner/fleet.py); null
+      "fleet": {                  # the GPU pools the run saw (scanner/findings/fleet.py); null
         "pools": [                # when not recorded
           {"name": "a100-train",              # pool label value or declaration name;
                                               # "" for GPU nodes without a pool label
@@ -76,8 +76,8 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
-from scanner.findings import Finding, Notification
-from scanner.reporters import Report
+from scanner.findings.records import Finding, Notification
+from scanner.findings.report import Report
 from scanner.reporters.tally import tally
 
 SHAPE_VERSION = 1
@@ -93,13 +93,13 @@ def write(
     """Write the whole report as one JSON document followed by a newline.
 
     ``states`` (fingerprint -> state) adds a ``drift`` key to those findings, and
-    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/drift.py)
+    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/findings/drift.py)
     writes its report through here too.
 
     The text is exactly ``json.dumps(to_document(report), indent=2,
     ensure_ascii=False)``, but findings are formatted from a template: with
-    ``indent`` the standard library falls back to its pure-Python encoder, which
-    took ~45 µs a finding (8.9 s for the 184,000 findings of a 100,000-pod audit).
+    ``indent`` the standard library falls back to its pure-Python encoder, which is
+    slow at the hundreds of thousands of findings of a large audit.
     They are written ``WRITE_BATCH`` at a time: that audit's findings as one text
     (their dicts, each one's text, the joined text and the whole document) took
     ~3 times the report's size at once.

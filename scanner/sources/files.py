@@ -36,7 +36,7 @@ from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import jsonprobe, parallel
 from scanner.sources.rendered import MARKER_FILES, find_enclosing, read_markers, repository_of
-from scanner.sources.yamldoc import STDIN_URI, collector_paused, parse_stream
+from scanner.sources.yaml.document import STDIN_URI, collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024

@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from scanner.inventory import LineMap, join_path
 from scanner.sources.rendered import CHART_FILE
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources.yaml.document import parse_plain
 
 SCHEMA_FILE: Final = "values.schema.json"
 MAX_FILES: Final = 10_000

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from scanner.inventory import LineMap, Position, join_path
 from scanner.sources.rendered import KUSTOMIZATION_FILES, repository_of
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources.yaml.document import parse_plain
 
 MAX_BYTES: Final = 1024 * 1024
 """The largest kustomization file read (real ones are a few kilobytes)."""

@@ -63,7 +63,7 @@ from scanner.sources.rendered import (
     scratch_dir,
     which,
 )
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 if TYPE_CHECKING:
     from scanner.sources.files import Excluded

@@ -379,6 +379,7 @@ def remap(
 
     ``spot_for(obj, rendered_line)`` names the source file and line of an object (or,
     for an invalid document without an object, of the rendered line it starts on).
+    Each keeps the rendered stream's URI as its ``unit``: what was applied together.
     ``files`` counts the distinct source files that produced something.
     """
     result = Inventory(skipped=rendered.skipped, read_errors=list(rendered.read_errors))
@@ -387,7 +388,12 @@ def remap(
     for obj in rendered.objects:
         spot = spot_for(obj, obj.origin.line)
         origin = replace(
-            obj.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+            obj.origin,
+            uri=spot.uri,
+            line=spot.line,
+            column=1,
+            source_type=source_type,
+            unit=obj.origin.uri,
         )
         lines = spot.lines if spot.lines is not None else LineMap(positions={})
         moved = replace(obj, origin=origin, lines=lines)
@@ -403,7 +409,12 @@ def remap(
             spot = spot_for(None, document.line)
             line, column = spot.line, 1
             origin = replace(
-                document.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+                document.origin,
+                uri=spot.uri,
+                line=spot.line,
+                column=1,
+                source_type=source_type,
+                unit=document.origin.uri,
             )
         result.invalid.append(_moved_document(document, origin, line, column))
         uris.add(origin.uri)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pg_integration import DIGEST, run_poolgate
 
-from scanner import baseline
 from scanner.errors import UsageError
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
+from scanner.findings import baseline
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
 from scanner.inventory import ObjectRef
 
 INCOMPLETE = frozenset({"PG001"})

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from pg_integration import ROOT, clean_env, fake_tool, run_poolgate
+from tool_check import require_kustomize
 
 from scanner.sources import kustomization, kustomize
 
@@ -15,7 +15,6 @@ OVERLAY = ROOT / "fixtures" / "kustomize" / "overlay"
 RECORDED = ROOT / "fixtures" / "recorded" / "kustomize-overlay.yaml"
 WRAPPER = ROOT / ".render" / "wrapper"  # where the recording's wrapper was
 PRIVILEGED_PATH = "spec.template.spec.containers[0].securityContext.privileged"
-HAS_KUSTOMIZE = shutil.which("kustomize") or shutil.which("kubectl")
 
 
 def test_recorded_output_maps_objects_to_their_resource_files() -> None:
@@ -124,8 +123,8 @@ def test_without_kustomize_or_kubectl_the_directory_is_reported(tmp_path: Path) 
     ) in result.stdout
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_real_build_reports_on_the_base_file() -> None:
+    require_kustomize()
     result = run_poolgate("scan", "fixtures/kustomize", "--format", "json")
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
@@ -143,8 +142,8 @@ def test_real_build_reports_on_the_base_file() -> None:
     assert not [f for f in report["findings"] if f["ruleId"] in ("PG001", "PG003")]
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_real_build_failure_is_one_line(tmp_path: Path) -> None:
+    require_kustomize()
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     broken = repo / "app"

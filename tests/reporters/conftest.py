@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import pytest
 
-from scanner.findings import (
+from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
+from scanner.findings.fleet import Fleet, PoolSummary, Tenant
+from scanner.findings.records import (
     Finding,
     Level,
     Location,
@@ -23,11 +25,10 @@ from scanner.findings import (
     Suppression,
     sort_findings,
 )
-from scanner.fleet import Fleet, PoolSummary, Tenant
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
-from scanner.reporters import Report, RunStats, writer_for
-from scanner.ruledoc import RuleDoc
+from scanner.reporters import PLAIN, Display, writer_for
+from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
 NODE = ObjectRef("v1", "Node", "", "gpu-node-1")
@@ -252,12 +253,13 @@ def report() -> Report:
 
 
 @pytest.fixture
-def render() -> Callable[[Report, str], str]:
-    """Run a format's registered writer into a string, the way the CLI would."""
+def render() -> Callable[..., str]:
+    """Run a format's registered writer into a string, the way the CLI would: the
+    report, the format and (for the reports for people) a ``Display``."""
 
-    def run(report: Report, fmt: str) -> str:
+    def run(report: Report, fmt: str, display: Display = PLAIN) -> str:
         stream = io.StringIO()
-        writer_for(fmt)(report, stream)
+        writer_for(fmt, display)(report, stream)
         return stream.getvalue()
 
     return run

@@ -19,19 +19,22 @@ from pathlib import Path
 
 from cli_run import ROOT, poolgate
 
-from scanner import drift
-from scanner.findings import Finding, Level, Location, Notification
+from scanner.findings import drift
+from scanner.findings.records import Finding, Level, Location, Notification
+from scanner.findings.report import Report, RunStats, Scanned
 from scanner.inventory import ObjectRef
-from scanner.reporters import FORMATS, Report, RunStats, Scanned
+from scanner.reporters import FORMATS, Display
+from scanner.reporters import drift as drift_report
 from scanner.reporters.html import OPEN_ROWS, TOP_BARS
 from scanner.reporters.htmlassets import SCRIPT, STYLE
 from scanner.reporters.json import to_document
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 from .conftest import FLEET, POLICY, RULES
 from .htmlpage import ALLOWED, Element, csp_hash, groups, parse, tiles
 
-Render = Callable[[Report, str], str]
+Render = Callable[..., str]
+SHOWN = Display(show_suppressed=True)
 NIGHT = datetime.datetime(2026, 11, 30, 2, 17, 5, tzinfo=datetime.UTC)
 
 
@@ -272,7 +275,7 @@ def test_fleet_map_draws_every_pool_its_members_and_tenants(
 def test_fleet_map_without_pools_or_without_a_record(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    from scanner.fleet import Fleet
+    from scanner.findings.fleet import Fleet
 
     empty = parse(render(make_report(fleet=Fleet()), "html")).one("section", id="fleet")
     assert "No GPU pools" in empty.text()
@@ -317,7 +320,7 @@ def test_findings_are_grouped_by_object_most_severe_first(report: Report, render
 def test_the_filter_bar_offers_what_is_listed(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    page = parse(render(make_report(show_suppressed=True), "html"))
+    page = parse(render(make_report(), "html", SHOWN))
     bar = page.one("div", id="filters")
     assert "hidden" in bar.attrs  # the script shows it; without the script it is useless
     boxes = [(i.attrs["value"], "checked" in i.attrs) for i in bar.all("input", name="level")]
@@ -350,7 +353,7 @@ def test_suppressed_findings_hidden_unless_asked(
     assert not any(rule.startswith("PG204") for rule in rows)
     assert "pool is untainted during migration" not in hidden.text()
 
-    shown = parse(render(make_report(show_suppressed=True), "html"))
+    shown = parse(render(make_report(), "html", SHOWN))
     row = shown.one("tr", class_="suppressed")
     assert row.attrs["data-l"] == "suppressed"
     cells = [td.text() for td in row.kids("td")]
@@ -461,7 +464,7 @@ def test_rule_documentation_is_markdown_rendered(
 def test_bundled_rules_and_local_paths_are_named_without_the_machine(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    from scanner.rules import bundled_rules_dir
+    from scanner.ruleset.load import bundled_rules_dir
 
     bundled = dataclasses.replace(RULES[2], source=str(bundled_rules_dir() / "PG301-x.yaml"))
     mine = dataclasses.replace(RULES[3], source="/home/alice/policies/rules/PG401.yaml")
@@ -482,12 +485,12 @@ def test_bundled_rules_and_local_paths_are_named_without_the_machine(
 
 
 def test_output_is_deterministic(make_report: Callable[..., Report], render: Render) -> None:
-    first = render(make_report(show_suppressed=True, fleet=FLEET), "html")
-    assert render(make_report(show_suppressed=True, fleet=FLEET), "html") == first
+    first = render(make_report(fleet=FLEET), "html", SHOWN)
+    assert render(make_report(fleet=FLEET), "html", SHOWN) == first
     # A report rebuilt from equal (not identical) records renders the same bytes.
     copies = [dataclasses.replace(f) for f in make_report().findings]
-    again = make_report(findings=copies, show_suppressed=True, fleet=FLEET)
-    assert render(again, "html") == first
+    again = make_report(findings=copies, fleet=FLEET)
+    assert render(again, "html", SHOWN) == first
 
 
 def _pod_finding(name: str, rule: str, message: str = "m") -> Finding:
@@ -511,7 +514,7 @@ def test_compare_adds_what_changed_since_the_last_audit(tmp_path: Path) -> None:
         now, drift.load_previous(str(last)), "last.json", drift.checker({"PG603", "PG301"}, ())
     )
     out = io.StringIO()
-    drift.wrap("html", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("html", lambda r, s: None, changes)(now, out)
     page = parse(out.getvalue())
     assert [s.attrs["id"] for s in page.one("main").kids("section")][:2] == ["summary", "drift"]
     section = page.one("section", id="drift")
@@ -608,7 +611,7 @@ def test_without_source_date_epoch_the_page_says_when_it_was_made(tmp_path: Path
 
 
 def test_source_date_epoch_fixes_the_time_when_it_is_a_time() -> None:
-    from scanner.reporters import report_time
+    from scanner.findings.report import report_time
 
     assert report_time({"SOURCE_DATE_EPOCH": "1764555420"}) == datetime.datetime(
         2025, 12, 1, 2, 17, tzinfo=datetime.UTC

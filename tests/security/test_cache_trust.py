@@ -21,8 +21,10 @@ from pathlib import Path
 import cli_run
 import pytest
 
-from scanner import cachedir, rulecache, rules
 from scanner.cel import cpp_available
+from scanner.ruleset import cache as rulecache
+from scanner.ruleset import load as rules
+from scanner.runtime import cachedir
 
 DEMO = cli_run.ROOT / "fixtures" / "demo"
 DEMO_FINDINGS = 32

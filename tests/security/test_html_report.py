@@ -20,11 +20,12 @@ from browser_run import browser
 from cli_run import poolgate
 from reporters.htmlpage import ALLOWED, Element, parse
 
-from scanner.findings import Finding, Level, Location, Notification, Suppression
+from scanner.findings.records import Finding, Level, Location, Notification, Suppression
+from scanner.findings.report import Report, Scanned
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, Scanned, html
+from scanner.reporters import Display, html
 from scanner.reporters.htmlassets import SCRIPT
-from scanner.ruledoc import RuleDoc
+from scanner.ruleset.docs import RuleDoc
 
 BREAKOUT = "</script><img src=x onerror=alert(1)>"
 HOSTILE = '</td><script>alert(1)</script>" onmouseover="x\' & \u202eevil\x1b[2J\nfake'
@@ -79,12 +80,11 @@ def test_untrusted_text_is_escaped_and_cannot_disguise_itself() -> None:
         ),
         rules=(rule, spoofed),
         tool_version=HOSTILE,
-        show_suppressed=True,
         repo_root="/work/repo",
         scanned=Scanned(paths=(HOSTILE,), cluster="", snapshot=HOSTILE),
     )
     stream = io.StringIO()
-    html.write(report, stream)
+    html.write(report, stream, display=Display(show_suppressed=True))
     output = stream.getvalue()
     for raw in ("<script>alert", "\u202e", "\x1b", 'onmouseover="', "' &", 'javascript:alert(1)"'):
         assert raw not in output
