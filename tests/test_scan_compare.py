@@ -3,7 +3,7 @@
 A pull request's scan compared with the base branch's report, or a nightly scan of
 the manifests with last night's. A previous finding is resolved only when this scan
 read its file again with its rule enabled; a file left out of the paths, one that no
-longer parses, or a rule turned off leaves it unverified (scanner/drift.py).
+longer parses, or a rule turned off leaves it unverified (scanner/findings/drift.py).
 """
 
 from __future__ import annotations
@@ -97,6 +97,10 @@ def test_files_this_scan_did_not_read_are_unverified_not_resolved(tmp_path: Path
     drift = _scan(repo, "k8s", "--compare", str(previous))["drift"]
     assert _pg301(drift["resolved"]) == set()
     assert _pg301(drift["unverified"]) == {"b", "c"}
+    text = poolgate("scan", "k8s", "--enable", "PG301", "--compare", str(previous), cwd=repo)
+    assert text.stdout.splitlines()[0].endswith(
+        "2 unverified (this scan did not read their files again, or their rules were off)"
+    )
 
 
 def test_a_rule_turned_off_leaves_its_findings_unverified(tmp_path: Path) -> None:

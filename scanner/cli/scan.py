@@ -218,6 +218,7 @@ def _changes(
         drift.checker(ran, ()),
         drift.scan_locator(scanned, drift.unread_uris(report)),
         since="the previous scan",
+        unchecked="this scan did not read their files again, or their rules were off",
     )
 
 

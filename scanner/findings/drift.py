@@ -57,6 +57,9 @@ class Drift:
     """Last night's findings tonight's audit could not check again."""
     since: str = "the last audit"
     """What the previous report was, as headings name it."""
+    unchecked: str = "their rules could not run on them"
+    """Why the unverified findings could not be checked again, as the text report
+    says it."""
 
     def states(self) -> dict[str, str]:
         states = {f.fingerprint: UNCHANGED for f in self.unchanged}
@@ -114,6 +117,7 @@ def compare(
     checked: Checked,
     located: Located | None = None,
     since: str = "the last audit",
+    unchecked: str = "their rules could not run on them",
 ) -> Drift:
     current = [
         finding
@@ -146,6 +150,7 @@ def compare(
         resolved=tuple(resolved),
         unverified=tuple(unverified),
         since=since,
+        unchecked=unchecked,
     )
 
 

@@ -32,7 +32,7 @@ def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
     numbers = counts(drift)
     head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
     if numbers[UNVERIFIED]:
-        head += f", {numbers[UNVERIFIED]} unverified (their rules could not run on them)"
+        head += f", {numbers[UNVERIFIED]} unverified ({drift.unchecked})"
     stream.write(f"Since {drift.since} ({safe(drift.previous)}): {head}\n")
     for finding in drift.new:
         stream.write(
