@@ -176,6 +176,8 @@ class Report:
     against: str | None = None  # the other checkout of --against
     one_file: Measured | None = None
     one_file_cold: Measured | None = None
+    one_file_against: Measured | None = None
+    """The one-file scan with ``--against``'s checkout, alternating with this one's."""
     checkov: dict[str, Any] | None = None
     audit: list[AuditResult] | None = None  # None: not run (--no-audit)
     audit_unavailable: str | None = None  # why ``poolgate audit`` could not run
@@ -405,6 +407,23 @@ def run_pools(args: argparse.Namespace, report: Report, say: Callable[..., None]
             say("")
 
 
+def _alternating(argv: list[str], args: argparse.Namespace) -> tuple[Measured, Measured]:
+    """``argv`` run in this checkout and in ``--against``'s, alternating, after one
+    untimed run in each (its bytecode and rule cache warm, as an installed poolgate's
+    are after its first run): the one-file scan's medians, side by side."""
+    mine, theirs = Measured(), Measured()
+    sides = ((mine, REPO_ROOT), (theirs, args.against))
+    for _, root in sides:
+        run_child(argv, cwd=root, timeout=args.timeout, env=args.env)
+    for _ in range(ONE_FILE_REPEATS):
+        for measured, root in sides:
+            if measured.error is None:
+                _record(
+                    measured, run_child(argv, cwd=root, timeout=args.timeout, env=args.env), SCAN_OK
+                )
+    return mine, theirs
+
+
 def run(args: argparse.Namespace, say: Callable[..., None] = print) -> Report:
     with tempfile.TemporaryDirectory(prefix="poolgate-bench-state-") as state:
         args.env = child_environment(Path(state) / "warm")
@@ -445,7 +464,14 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
             )
             # First run after installing: no bytecode, no rule cache. It warms them.
             report.one_file_cold = time_command(argv, 1, args.timeout, SCAN_OK, args.cold_env)
-            report.one_file = time_command(argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env)
+            if args.against is None:
+                report.one_file = time_command(
+                    argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env
+                )
+            else:
+                report.against = str(args.against)
+                report.one_file, report.one_file_against = _alternating(argv, args)
+                report.failed |= report.one_file_against.error is not None
             if report.one_file.error or report.one_file_cold.error:
                 report.failed = True
     if args.audit:
@@ -458,9 +484,15 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
         say(f"  html report: {args.html_findings:,} findings")
         with workdir(args.keep, "html-report") as work:
             report.html = htmlreport.measure(
-                work / "report.html", args.repeats, args.html_findings, args.seed
+                work / "report.html",
+                args.repeats,
+                args.html_findings,
+                args.seed,
+                against=args.against,
+                timeout=args.timeout,
             )
         report.failed |= (report.html.browser or "").startswith(("page errors", "failed"))
+        report.failed |= report.html.against is not None and not report.html.against.write
     report.machine["loadavg_end"] = _loadavg()
     return report
 
@@ -533,6 +565,13 @@ def format_report(report: Report) -> str:
         if cold is not None and cold.runs:
             lines.append(
                 f"  first run after installing (no bytecode, no rule cache): {_s(cold.seconds)} s"
+            )
+        theirs = report.one_file_against
+        if theirs is not None:
+            text = f"{_s(theirs.seconds)} s" if theirs.runs else f"FAILED ({theirs.error})"
+            lines.append(
+                f"  against {report.against}: {text}, alternating run by run; "
+                f"this/against {_ratio(one.seconds, theirs.seconds)}"
             )
     ck = report.checkov
     if ck is None or not ck.get("available"):
@@ -715,6 +754,8 @@ def to_json(report: Report) -> dict[str, Any]:
         data["one_file"]["median"] = report.one_file.seconds
     if report.one_file_cold is not None:
         data["one_file_cold"]["median"] = report.one_file_cold.seconds
+    if report.one_file_against is not None:
+        data["one_file_against"]["median"] = report.one_file_against.seconds
     for result, raw in zip(report.audit or [], data["audit"] or [], strict=True):
         raw["audit"]["median"] = result.audit.seconds
     for pools, raw in zip(report.pools or [], data["pools"] or [], strict=True):
@@ -788,8 +829,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--against",
         type=Path,
         metavar="CHECKOUT",
-        help="also time the pools x workloads scans with the poolgate of another checkout "
-        "(a directory holding scanner/), alternating with this one",
+        help="also time the one-file and pools x workloads scans and the HTML report with "
+        "the poolgate of another checkout (a directory holding scanner/), alternating with "
+        "this one",
     )
     parser.add_argument("--no-corpus", dest="corpus", action="store_false")
     parser.add_argument("--no-one-file", dest="one_file", action="store_false")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import htmlreport
-from benchmarks.htmlreport import HtmlResult, lines, measure, synthetic_report
+from benchmarks import browser, htmlreport
+from benchmarks.htmlreport import AgainstPage, HtmlResult, lines, measure, synthetic_report
 from benchmarks.run import Report, format_report, parse_args
 from scanner.reporters import html
 
@@ -33,12 +33,32 @@ def test_exactly_the_findings_asked_for_spread_like_an_audit() -> None:
 def test_without_chromium_the_size_is_still_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(htmlreport, "find_chromium", lambda: None)
+    monkeypatch.setattr(browser, "find_chromium", lambda: None)
     result = measure(tmp_path / "r.html", repeats=1, findings=500)
     assert result.findings == 500
     assert result.bytes == (tmp_path / "r.html").stat().st_size
     assert result.browser == "not installed" and result.load == []
     assert lines(result)[1] == "  headless Chromium: not installed"
+
+
+def test_against_another_checkout_its_reporter_writes_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--against``: the page of another checkout (here this one again, so the same
+    bytes), written in a child process whose ``scanner`` is that checkout's."""
+    monkeypatch.setattr(browser, "find_chromium", lambda: None)
+    root = Path(__file__).resolve().parents[2]
+    result = measure(tmp_path / "r.html", repeats=1, findings=300, against=root)
+    assert result.against is not None and result.against.error is None
+    assert len(result.against.write) == 1
+    mine, theirs = (tmp_path / "r.html").read_bytes(), (tmp_path / "against.html").read_bytes()
+    assert theirs == mine and result.against.bytes == result.bytes
+    assert lines(result)[2].startswith(f"  against {root}: ")
+    broken = tmp_path / "not-a-checkout"
+    broken.mkdir()
+    failed = measure(tmp_path / "r.html", repeats=1, findings=300, against=broken)
+    assert failed.against is not None and failed.against.error is not None
+    assert lines(failed)[2].startswith(f"  against {broken}: FAILED (exit 1")
 
 
 def test_the_report_line() -> None:
@@ -48,6 +68,11 @@ def test_the_report_line() -> None:
         "  headless Chromium: loaded in 0.700 s (median of 3); text filter over every "
         "finding 0.120 s, level filter 0.180 s",
     ]
+    result.against = AgainstPage("../main", 5_200_000, [0.1], [2.0, 3.0, 3.5])
+    assert lines(result)[2] == (
+        "  against ../main: 5.2 MB, written in 0.100 s, loaded in 3.000 s (median of 3, "
+        "alternating); this/against load 0.23x"
+    )
     assert lines(None) == ["html report: skipped (--no-html)"]
     assert "html report: skipped (--no-html)" in format_report(Report(machine=_machine()))
     args = parse_args(["--quick", "--no-html"])
