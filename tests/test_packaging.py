@@ -25,12 +25,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_contains_rules_schemas_and_console_script(wheel: Path) -> None:
+def test_wheel_contains_rules_schemas_assets_and_console_script(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     rules = {Path(rule).name for rule in (ROOT / "rules").glob("*.yaml")}
     shipped = {Path(n).name for n in names if n.startswith("scanner/bundled_rules/")}
     assert rules and rules == shipped
     assert "scanner/schemas/rule.schema.json" in names
+    assert "scanner/reporters/report.js" in names  # the HTML report's script
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "poolgate = scanner.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
