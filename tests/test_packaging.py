@@ -57,3 +57,14 @@ def test_installed_wheel_finds_its_rules_outside_a_checkout(wheel: Path, tmp_pat
     )  # fmt: skip
     assert listing.returncode == 0, listing.stderr
     assert "PG301" in listing.stdout
+    # The HTML report reads its script from the package: a page written by the
+    # installed wheel carries it.
+    manifest = workdir / "pod.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
+    page = workdir / "report.html"
+    written = subprocess.run(
+        [sys.executable, "-m", "scanner", "scan", str(manifest), "--format", "html", "-o", str(page)],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert written.returncode in (0, 1), written.stderr
+    assert 'getElementById("filters")' in page.read_text(encoding="utf-8")
