@@ -4,6 +4,7 @@ ones included), and what changed since a previous report (``--compare``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -82,6 +83,9 @@ def command(
         ruleset, read, snapshot_file=snapshot_file, now=now, deadline=run_deadline
     )
     report = replace(report, policy=record)
+    if snapshot_file is not None and report.scanned is not None:
+        named = pipeline.shown_path(snapshot_file, Path.cwd())
+        report = replace(report, scanned=replace(report.scanned, snapshot=named))
     changes = None
     if previous is not None and compare is not None:
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
