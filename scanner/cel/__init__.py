@@ -93,7 +93,10 @@ class Engine(Protocol):
     @property
     def name(self) -> str: ...
 
-    def compile(self, source: str, result: ResultKind) -> Program: ...
+    def compile(self, source: str, result: ResultKind, *, literal_checks: bool = True) -> Program:
+        """``literal_checks``: Kubernetes' compile-time checks of literals (cpp engine);
+        off only for programs poolgate writes around sources that passed them."""
+        ...
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         """Bind ``data`` (variable name -> plain value, or a ``Program.variable_value``)

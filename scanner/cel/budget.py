@@ -44,7 +44,11 @@ MAX_NESTING: Final = 3
 MAX_ITEMS: Final = 1_000
 MAX_STRING: Final = 256 * 1024
 
-MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+MACROS: Final = frozenset(
+    {"all", "exists", "exists_one", "map", "filter"}
+    # the two-variable comprehensions of Kubernetes' environment (scanner.cel.k8s)
+    | {"existsOne", "transformList", "transformMap", "transformMapEntry"}
+)
 
 BUDGET_EXCEEDED: Final = (
     f"evaluation stopped at {MAX_ITERATIONS:,} comprehension iterations (rule cost limit)"

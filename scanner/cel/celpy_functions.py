@@ -7,6 +7,7 @@ which take and return celpy values.
 
 from __future__ import annotations
 
+import datetime
 import math
 import operator
 from collections.abc import Callable
@@ -30,7 +31,34 @@ def _string(value: Any) -> Any:
         return celtypes.StringType("true" if value else "false")
     if isinstance(value, float):  # DoubleType, and the plain floats celpy's arithmetic makes
         return celtypes.StringType(double_text(value))
+    if isinstance(value, datetime.timedelta):  # celpy wrote whole seconds only
+        return celtypes.StringType(duration_text(value))
+    if isinstance(value, datetime.datetime):  # celpy kept the offset and no fraction
+        return celtypes.StringType(timestamp_text(value))
     return celtypes.StringType(value)
+
+
+def duration_text(value: datetime.timedelta) -> str:
+    """A duration as cel-cpp writes it: seconds, and a fraction of 3, 6 or 9 digits
+    when there is one (``3723.004s``, ``-1.500s``, ``0s``)."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    return f"{sign}{seconds}{_fraction(fraction)}s"
+
+
+def timestamp_text(value: datetime.datetime) -> str:
+    """A timestamp as cel-cpp writes it: in UTC, with a fraction of 3, 6 or 9 digits."""
+    moment = value.astimezone(datetime.UTC) if value.tzinfo else value
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(moment.microsecond) + "Z"
+
+
+def _fraction(micros: int) -> str:
+    if micros == 0:
+        return ""
+    if micros % 1000 == 0:
+        return f".{micros // 1000:03d}"
+    return f".{micros:06d}"
 
 
 def double_text(value: float) -> str:

@@ -18,7 +18,7 @@ def test_the_function_list_is_pinned() -> None:
     [
         ('joined(["a", "b"], ", ")', "a, b"),
         ('joined([], ", ")', ""),
-        ('joined([1, true, "x"], "/")', "1/true/x"),
+        ('joined([dyn(1), dyn(true), "x"], "/")', "1/true/x"),
         ('joined(["p", "q"].map(v, v + "!"), "")', "p!q!"),
     ],
 )
