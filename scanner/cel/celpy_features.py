@@ -68,26 +68,37 @@ DEFAULT_ENGINE: Final = "run it with the default engine (--cel-engine cpp)"
 
 def unsupported(tree: _Tree) -> str | None:
     """The first feature in ``tree`` the portable engine does not run, named, or None."""
-    for node in tree.iter_subtrees_topdown():  # type: ignore[no-untyped-call]
+    stack: list[tuple[_Tree, frozenset[str]]] = [(tree, frozenset())]
+    while stack:
+        node, bound = stack.pop()
         name, arity = _call(node)
-        if name is None:
-            continue
-        if name in MACROS:
-            if arity in MACROS[name]:
-                continue
-            if arity == 3 and name in ("all", "exists"):
-                return f"the two-variable comprehension {name}()"
-            return f"{name}() with {arity} arguments"
-        if node.data == "member_dot_arg":
-            qualified = _qualified(node)
-            if qualified is not None:
-                return describe(qualified)
-            if name in METHODS:
-                continue
-        elif name in GLOBALS:
-            continue
-        return describe(name)
+        inner = bound
+        if name is not None:
+            if name in MACROS:
+                if arity not in MACROS[name]:
+                    if arity == 3 and name in ("all", "exists"):
+                        return f"the two-variable comprehension {name}()"
+                    return f"{name}() with {arity} arguments"
+                inner = bound | {_macro_variable(node)}
+            elif node.data == "member_dot_arg":
+                qualified = _qualified(node, bound)
+                if qualified is not None:
+                    return describe(qualified)
+                if name not in METHODS:
+                    return describe(name)
+            elif name not in GLOBALS:
+                return describe(name)
+        children = [child for child in node.children if isinstance(child, lark.Tree)]
+        stack.extend((child, inner) for child in reversed(children))
     return None
+
+
+def _macro_variable(node: _Tree) -> str:
+    """The variable a comprehension macro binds (its first argument)."""
+    arguments = cast(_Tree, node.children[2])
+    first = cast(_Tree, arguments.children[0])
+    found = next(first.find_data("ident"), None)
+    return str(cast(lark.Token, found.children[0]).value) if found is not None else ""
 
 
 def _call(node: _Tree) -> tuple[str | None, int]:
@@ -108,23 +119,19 @@ NAMESPACES: Final = frozenset(
 """Extension namespaces: ``sets.contains(...)`` is a function, not a method on ``sets``."""
 
 
-def _qualified(node: _Tree) -> str | None:
+def _qualified(node: _Tree, bound: frozenset[str]) -> str | None:
     """``sets.contains`` for ``sets.contains(...)``: a call on a bare identifier that
-    names an extension's namespace, else None."""
+    names an extension's namespace (and no comprehension variable), else None."""
     member = node.children[0]
     while (
         isinstance(member, lark.Tree)
         and len(member.children) == 1
-        and member.data
-        in (
-            "member",
-            "primary",
-        )
+        and member.data in ("member", "primary")
     ):
         member = member.children[0]
     if isinstance(member, lark.Tree) and member.data == "ident":
         name = str(cast(lark.Token, member.children[0]).value)
-        if name in NAMESPACES:
+        if name in NAMESPACES and name not in bound:
             return f"{name}.{cast(lark.Token, node.children[1]).value}"
     return None
 
@@ -172,17 +179,15 @@ def refusal(feature: str) -> str:
     return f"{feature} is not available on the portable engine; {DEFAULT_ENGINE}"
 
 
-def syntax_refusal(source: str, line: int, column: int) -> str:
-    """Why cel-python could not parse what the default engine's checker accepted."""
-    offset = _offset(source, line, column)
-    around = source[max(0, offset - 1) : offset + 2]
-    if "?" in around or "?." in source or "[?" in source or "{?" in source:
-        feature = "optional syntax (?. [? {?)"
-    elif "`" in source:
-        feature = "quoted field names (`a-b`)"
-    else:
-        feature = "this syntax"
-    return refusal(feature)
+def unparsed_feature(source: str, line: int, column: int) -> str | None:
+    """The CEL syntax cel-python stopped at (1-based ``line``, ``column``), if it is
+    syntax the default engine has: optional syntax, or quoted field names."""
+    char = source[_offset(source, line, column) : _offset(source, line, column) + 1]
+    if char == "?":
+        return "optional syntax (?. [? {?)"
+    if char == "`":
+        return "quoted field names (`a-b`)"
+    return None
 
 
 def _offset(source: str, line: int, column: int) -> int:

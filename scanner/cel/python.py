@@ -23,7 +23,7 @@ from celpy.evaluation import CELEvalError
 from scanner.cel import ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.celpy_budget import CountingRunner, IterationLimit
-from scanner.cel.celpy_features import refusal, syntax_refusal, unsupported
+from scanner.cel.celpy_features import refusal, unparsed_feature, unsupported
 from scanner.cel.celpy_functions import FUNCTIONS
 from scanner.cel.functions import joined
 from scanner.errors import CelError, CelEvalError
@@ -174,8 +174,11 @@ class PythonEngine:
             ast = self._env.compile(source)
         except CELParseError as error:
             line, column = getattr(error, "line", 0) or 0, getattr(error, "column", 0) or 0
-            if self._checker is not None:  # valid CEL the portable engine cannot parse
-                raise CelError(syntax_refusal(source, line, column), line, column) from None
+            feature = unparsed_feature(source, line, column)
+            if feature is None and self._checker is not None:
+                feature = "this syntax"  # valid CEL (the checker took it) cel-python cannot parse
+            if feature is not None:
+                raise CelError(refusal(feature), line, column) from None
             message = str(error.args[0]).strip().splitlines() if error.args else []
             raise CelError(
                 "syntax error" + (f" near {message[0].strip()!r}" if message else ""),

@@ -40,7 +40,7 @@ FULL_OVERLOADS: Final = frozenset(
 ) - {overload.id for fn in runtime.STANDARD_OVERLOADS for overload in fn.overloads}
 """Overloads only the full runtime has: a program that may call one is planned there."""
 
-FULL_HELPERS: Final = (("@k8s.quantityEquals", ("map", "map"), quantity.equals),)
+FULL_HELPERS: Final = (("@k8s.quantityEquals", ("any", "any"), quantity.equals),)
 """Helpers of programs that call a Kubernetes library (``rewrite.py``)."""
 
 

@@ -218,6 +218,11 @@ def _no_overload(name: str, args: tuple[Any, ...]) -> str:
     return f"found no matching overload for '{name}' applied to '({kinds})'"
 
 
+def kind_name(value: Any) -> str:
+    """The CEL type name of a plain value, for messages."""
+    return _kind(value)
+
+
 def _kind(value: Any) -> str:
     return {
         bool: "bool",

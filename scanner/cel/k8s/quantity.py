@@ -19,7 +19,17 @@ import re
 from fractions import Fraction
 from typing import Final
 
-from scanner.cel.k8s.library import KubernetesError, function, glob, member, opaque, payload
+from scanner.cel.k8s.library import (
+    KubernetesError,
+    NoOverload,
+    function,
+    glob,
+    kind_name,
+    member,
+    opaque,
+    opaque_type,
+    payload,
+)
 
 _INT64_MAX: Final = 2**63 - 1
 _INT64_MIN: Final = -(2**63)
@@ -301,8 +311,17 @@ def _divide_int(value: object, denominator: object) -> object:
 
 
 def equals(left: object, right: object) -> bool:
-    """Kubernetes' ``==`` on quantities: by value, whatever the form."""
-    return _compare(left, right) == 0
+    """Kubernetes' ``==`` with a quantity on one side: by value, whatever the form;
+    ``null`` is equal to nothing else, and any other value has no overload."""
+    if left is None or right is None:
+        return left is right
+    try:
+        return _compare(left, right) == 0
+    except NoOverload:
+        kinds = ", ".join(opaque_type(value) or kind_name(value) for value in (left, right))
+        raise KubernetesError(
+            f"found no matching overload for '_==_' applied to '({kinds})'"
+        ) from None
 
 
 FUNCTIONS = (
