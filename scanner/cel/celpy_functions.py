@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -237,6 +238,8 @@ def _ordering(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, 
             return error
         kind, other = kind_of(left), kind_of(right)
         if kind in _NUMBERS and other in _NUMBERS:
+            if "double" in (kind, other):  # cel-cpp compares an int with a double as doubles
+                return celtypes.BoolType(compare(float(left), float(right)))
             return celtypes.BoolType(compare(_number(left), _number(right)))
         if kind == other and kind in _ORDERED:
             return celtypes.BoolType(compare(_plain(left), _plain(right)))
@@ -322,9 +325,68 @@ def _index(container: Any, index: Any) -> Any:
     return operator.getitem(container, index)
 
 
+_SPACE = " \t\n\v\f\r"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_UNSIGNED = re.compile(r"\+?[0-9]+")
+_DOUBLE = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE
+)
+_HEX_DOUBLE = re.compile(
+    r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+)
+
+
+def _from_text(name: str, pattern: re.Pattern[str]) -> Callable[[Any], Any]:
+    """``int()``, ``uint()`` of a string as cel-cpp reads it: ASCII decimal digits and a
+    sign only (celpy also took ``'0x10'``, ``'1_000'`` and other scripts' digits)."""
+    convert = _strict(name, base_functions[name])
+
+    def call(value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip(_SPACE)  # as absl's SimpleAtoi
+            if not pattern.fullmatch(value):
+                return CELEvalError(f"cannot convert string to {name}")
+            value = celtypes.StringType(value)
+        return convert(value)
+
+    return call
+
+
+def _double(value: Any) -> Any:
+    """``double()`` of a string as cel-cpp reads it: decimal, ``inf``/``nan`` or a
+    hexadecimal float (``'0x10'`` is 16), ASCII only."""
+    if isinstance(value, str):
+        value = celtypes.StringType(value.strip(_SPACE))
+        if _HEX_DOUBLE.fullmatch(value):
+            hexadecimal = value if "p" in value.lower() else value + "p0"
+            return celtypes.DoubleType(float.fromhex(hexadecimal))
+        if not _DOUBLE.fullmatch(value):
+            return CELEvalError("cannot convert string to double")
+    return _strict("double", base_functions["double"])(value)
+
+
+def _timestamp(value: Any) -> Any:
+    """``timestamp()`` as cel-cpp has it: of seconds since the epoch too, and of RFC 3339
+    text with a lower-case ``t`` or ``z`` (celpy took neither)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            moment = datetime.datetime.fromtimestamp(int(value), datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            return CELEvalError("timestamp out of range")
+        return celtypes.TimestampType(moment)
+    if isinstance(value, str) and len(value) > 10 and value[10] == "t":
+        value = celtypes.StringType(value[:10] + "T" + value[11:])
+    if isinstance(value, str) and value.endswith("z"):
+        value = celtypes.StringType(value[:-1] + "Z")
+    return _strict("timestamp", base_functions["timestamp"])(value)
+
+
 _CONVERTERS = {
     "string": _string,
-    **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
+    "int": _from_text("int", _INTEGER),
+    "uint": _from_text("uint", _UNSIGNED),
+    "double": _double,
+    "bool": _strict("bool", base_functions["bool"]),
 }
 _CONVERSIONS: dict[Any, Any] = {
     function: base_functions[name] for name, function in _CONVERTERS.items()
@@ -339,6 +401,7 @@ def _type_value(value: Any) -> Any:
 
 FUNCTIONS = {
     **_CONVERTERS,
+    "timestamp": _timestamp,
     "size": _strict("size", base_functions["size"]),
     "_in_": _in,
     "_==_": _equals,

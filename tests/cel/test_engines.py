@@ -343,3 +343,34 @@ def test_map_with_a_predicate(engine: Any, source: str, expected: object) -> Non
     """Found in review: both engines accepted map(x, p, t) at load, celpy failed on it
     at evaluation ("too many values to unpack")."""
     _assert_result(engine, source, expected)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # int() and uint() read ASCII decimal digits and a sign, around spaces
+        ("int(' -12 ')", -12),
+        ("int('0x10')", ERROR),
+        ("int('1_000')", ERROR),
+        ("int('١٢')", ERROR),  # other scripts' digits
+        ("uint('-0')", ERROR),
+        # double() reads decimals, inf and nan, and hexadecimal floats
+        ("double('0x10')", 16.0),
+        ("double(' 1e3 ')", 1000.0),
+        ("double('1_000')", ERROR),
+        ("double('-inf') < 0.0", True),
+        # timestamp() of seconds, and of RFC 3339 with a lower-case t and z
+        ("string(timestamp(0))", "1970-01-01T00:00:00Z"),
+        ("string(timestamp('2024-01-01t10:00:00z'))", "2024-01-01T10:00:00Z"),
+        # string() of durations and timestamps: fractions in 3 or 6 digits, in UTC
+        ("string(duration('1h2m3s4ms'))", "3723.004s"),
+        ("string(duration('-1.5s'))", "-1.500s"),
+        ("string(timestamp('2024-01-01T10:00:00.25+02:00'))", "2024-01-01T08:00:00.250Z"),
+        # an int meets a double as a double in <, <= (cel-cpp; 2^53 + 1 is 2^53 there)
+        ("9007199254740993 > 9007199254740992.0", False),
+    ],
+)
+def test_conversions_and_text_as_cel_cpp_has_them(
+    engine: Any, source: str, expected: object
+) -> None:
+    _assert_result(engine, source, expected)
