@@ -18,7 +18,7 @@ is the one exception: each engine returns its own object for it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from scanner.errors import UsageError
@@ -116,8 +116,11 @@ def cpp_available() -> bool:
     return True
 
 
-def get_engine(name: str) -> Engine:
-    """The engine called ``name`` (``auto`` picks ``cpp`` when its wheel is installed)."""
+def get_engine(name: str, variables: Sequence[str] | Mapping[str, str] = VARIABLES) -> Engine:
+    """The engine called ``name`` (``auto`` picks ``cpp`` when its wheel is installed).
+
+    ``variables``: what rules may read, poolgate's by default; names (``dyn``) or names
+    with types (``scanner.cel.k8s.library``'s type language)."""
     if name == "auto":
         name = "cpp" if cpp_available() else "python"
     if name == "cpp":
@@ -128,9 +131,9 @@ def get_engine(name: str) -> Engine:
             )
         from scanner.cel.cpp import CppEngine
 
-        return CppEngine()
+        return CppEngine(variables)
     if name == "python":
         from scanner.cel.python import PythonEngine
 
-        return PythonEngine()
+        return PythonEngine(variables)
     raise UsageError(f"unknown CEL engine {name!r}", hint="use auto, cpp or python")

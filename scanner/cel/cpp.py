@@ -28,11 +28,22 @@ _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 _K8S: Final = Path(__file__).parent / "k8s"
 
 
-def declarations(variables: Sequence[str] = VARIABLES) -> tuple[str, ...]:
+Variables = Sequence[str] | Mapping[str, str]
+"""Variable names (all ``dyn``), or names with their types in the type language of
+``scanner.cel.k8s.library`` (``map(string, dyn)``, ``Quantity``)."""
+
+
+def typed(variables: Variables) -> tuple[tuple[str, str], ...]:
+    if isinstance(variables, Mapping):
+        return tuple((name, str(kind)) for name, kind in variables.items())
+    return tuple((name, "dyn") for name in variables)
+
+
+def declarations(variables: Variables = VARIABLES) -> tuple[str, ...]:
     """The declared variables, for the program cache's identity (programcache.py). The
     functions and the checks are the text of this module, ``checked.py``, ``budget.py``
     and the ``k8s`` package, which the identity hashes whole."""
-    return tuple(f"var {name}: dyn" for name in variables)
+    return tuple(f"var {name}: {kind}" for name, kind in typed(variables))
 
 
 DECLARATIONS: Final = declarations()
@@ -131,13 +142,14 @@ _FULL: Final = b"k"
 class CppEngine:
     name = "cpp"
 
-    def __init__(self, variables: Sequence[str] = VARIABLES) -> None:
-        """``variables``: the names a rule may read, all ``dyn`` (poolgate's by default)."""
-        self._variables = tuple(variables)
+    def __init__(self, variables: Variables = VARIABLES) -> None:
+        """``variables``: what a rule may read (poolgate's, all ``dyn``, by default). An
+        admission policy's environment adds ``oldObject``, ``request``,
+        ``namespaceObject``, ``authorizer`` the same way."""
+        self._typed = typed(variables)
+        self._variables = tuple(name for name, _ in self._typed)
         self._cache = ProgramCache(
-            identity(
-                Path(cel.__file__), (__version__, *declarations(self._variables)), vetting_code()
-            )
+            identity(Path(cel.__file__), (__version__, *declarations(variables)), vetting_code())
         )
 
     @cached_property
@@ -145,7 +157,7 @@ class CppEngine:
         """The environment that type-checks (Kubernetes' declarations)."""
         from scanner.cel.k8s.environment import checker
 
-        return checker(self._variables)
+        return checker(self._typed)
 
     @cached_property
     def _standard(self) -> Any:
@@ -222,7 +234,7 @@ class CppEngine:
         variables = ("text",)
         programs = {
             name: standard(variables).deserialize(
-                checker(variables).compile(f"{name}(text)").serialize()
+                checker((("text", "string"),)).compile(f"{name}(text)").serialize()
             )
             for name in ("duration", "timestamp")
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from scanner.cel import ResultKind, cpp_available
+from scanner.cel import VARIABLES, ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.celpy_budget import CountingRunner, IterationLimit
 from scanner.cel.celpy_features import refusal, unparsed_feature, unsupported
@@ -151,14 +151,16 @@ _FUNCTIONS = {"joined": _joined, **FUNCTIONS}
 class PythonEngine:
     name = "python"
 
-    def __init__(self) -> None:
+    def __init__(self, variables: Sequence[str] | Mapping[str, str] = VARIABLES) -> None:
+        """``variables``: what rules may read, for the default engine's checker (cel-python
+        itself declares none)."""
         # Counts comprehension iterations as cel-cpp does (scanner/cel/budget.py).
         self._env = celpy.Environment(runner_class=CountingRunner)
         self._checker: Any = None
         if cpp_available():
             from scanner.cel.cpp import CppEngine
 
-            self._checker = CppEngine()
+            self._checker = CppEngine(variables)
 
     def save_cache(self) -> None:
         """Nothing to keep: compiling with celpy is cheap next to evaluating with it."""

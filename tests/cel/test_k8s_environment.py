@@ -264,3 +264,25 @@ def test_a_variable_called_like_a_namespace_is_still_a_variable() -> None:
     """``c.matches(...)`` on a comprehension variable is a method, not a function ``c.*``."""
     source = "object.names.exists(sets, sets.startsWith('a'))"
     assert run("python", source, {"object": {"names": ["ab"]}}) is True
+
+
+# --- more variables ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_an_environment_declares_the_variables_it_is_given_with_their_types(
+    engine_name: str,
+) -> None:
+    """How an admission policy's environment adds ``oldObject``, ``request``, ...:
+    names with types; poolgate's own variables stay ``dyn``."""
+    engine = get_engine(
+        engine_name,
+        {"object": "dyn", "oldObject": "dyn", "request": "map(string, dyn)", "count": "int"},
+    )
+    program = engine.compile("oldObject == null && request.operation == 'CREATE'", ResultKind.BOOL)
+    data = {"object": {}, "oldObject": None, "request": {"operation": "CREATE"}, "count": 1}
+    assert program.evaluate(engine.activation(data)) is True
+    with pytest.raises(CelError, match="no matching overload"):
+        engine.compile("count + 'a' == 'b'", ResultKind.BOOL)
+    with pytest.raises(CelError, match="undeclared reference to 'workload"):
+        engine.compile("workload.gpu", ResultKind.BOOL)

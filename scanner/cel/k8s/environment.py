@@ -4,14 +4,19 @@ every library declared once, for both."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
 
 from scanner.cel.functions import declarations as poolgate_functions
 from scanner.cel.k8s import formats, ip, lists, quantity, regex, runtime, semver, standard, urls
 from scanner.cel.k8s import strings as strings_extension
-from scanner.cel.k8s.library import Function, config_functions, signature
+from scanner.cel.k8s.library import (
+    Function,
+    config_functions,
+    parse_type,
+    signature,
+    type_config,
+)
 
 LIBRARIES: Final[tuple[tuple[str, tuple[Function, ...]], ...]] = (
     ("standard (redeclared)", standard.FUNCTIONS),
@@ -76,16 +81,20 @@ def checker_config() -> str:
 
 
 @cache
-def checker(variables: Sequence[str]) -> Any:
-    """The environment every program is compiled in, ``variables`` declared ``dyn``."""
+def checker(variables: tuple[tuple[str, str], ...]) -> Any:
+    """The environment every program is compiled in, with ``variables`` (name, type in
+    the type language of ``library.py``: ``dyn`` for poolgate's own)."""
     from cel_expr_python import cel
 
-    config = cel.NewEnvConfigFromYaml(checker_config())
-    return cel.NewEnv(config=config, variables={name: cel.Type.DYN for name in variables})
+    config = json.loads(checker_config())
+    config["variables"] = [
+        {"name": name, **type_config(parse_type(kind))} for name, kind in variables
+    ]
+    return cel.NewEnv(config=cel.NewEnvConfigFromYaml(json.dumps(config)))
 
 
 @cache
-def full_runtime(variables: Sequence[str]) -> Any:
+def full_runtime(variables: tuple[str, ...]) -> Any:
     """The runtime with every library's Python implementation."""
     from cel_expr_python import cel
 

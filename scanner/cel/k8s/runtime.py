@@ -9,7 +9,7 @@ none of the Kubernetes libraries, so a run of poolgate's own rules does not pay 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, Final
 
@@ -188,7 +188,7 @@ def declarations(
 
 
 @cache
-def standard(variables: Sequence[str]) -> Any:
+def standard(variables: tuple[str, ...]) -> Any:
     """The standard runtime with ``variables`` declared ``dyn``."""
     from cel_expr_python import cel
 
