@@ -81,11 +81,12 @@ class Rewriter:
             ck.type_text(self.checked.types.get(ck.expr_id(arg))) == "kubernetes.Quantity"
             for arg in args
         ):
-            equals = call(self._id(), "@k8s.quantityEquals", list(args))
             self.checked.set_reference(ck.expr_id(node), [])
             if name == "_==_":
-                ck.replace_contents(node, call(ck.expr_id(node), "@k8s.quantityEquals", list(args)))
+                equals = call(ck.expr_id(node), "@k8s.quantityEquals", list(args))
+                ck.replace_contents(node, equals)
             else:
+                equals = call(self._id(), "@k8s.quantityEquals", list(args))
                 ck.replace_contents(node, call(ck.expr_id(node), "!_", [equals]))
         elif overloads == ["duration_to_milliseconds"] and target is not None:
             self.checked.set_reference(ck.expr_id(node), [])
@@ -135,7 +136,6 @@ class Rewriter:
         if range_kind == "list" or range_kind == "empty":
             return
         bound = self._name("r")
-        ref = ident(self._id(), bound)
         keys = self._sorted_keys(bound)
         if two:
             key, value = body.text(1), body.text(8)
@@ -159,7 +159,9 @@ class Rewriter:
         elif range_kind == "map":
             new_range = keys
         else:
-            new_range = conditional(self._id(), self._is_type(bound, "map"), keys, ref)
+            new_range = conditional(
+                self._id(), self._is_type(bound, "map"), keys, ident(self._id(), bound)
+            )
         body.set(2, new_range)
         inner = Message("Expr", list(node.fields))
         ck.set_id(inner, self._id())
