@@ -40,8 +40,8 @@ def _string(value: Any) -> Any:
 
 
 def duration_text(value: datetime.timedelta) -> str:
-    """A duration as cel-cpp writes it: seconds, and a fraction of 3, 6 or 9 digits
-    when there is one (``3723.004s``, ``-1.500s``, ``0s``)."""
+    """A duration as cel-cpp writes it: whole seconds, a fraction of 3, 6 or 9 digits
+    when there is one, then the unit ``s``."""
     micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
     sign = "-" if micros < 0 else ""
     seconds, fraction = divmod(abs(micros), 1_000_000)

@@ -19,10 +19,11 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from scanner import __version__
-from scanner.cel import VARIABLES, ResultKind, budget
+from scanner.cel import ResultKind, analysis, budget
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.programcache import ProgramCache, identity, key
 from scanner.errors import CelError, CelEvalError
+from scanner.model.facts import NAMES
 
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 _K8S: Final = Path(__file__).parent / "k8s"
@@ -33,16 +34,20 @@ Variables = Sequence[str] | Mapping[str, str]
 ``scanner.cel.k8s.library`` (``map(string, dyn)``, ``Quantity``)."""
 
 
-def typed(variables: Variables) -> tuple[tuple[str, str], ...]:
+def typed(variables: Variables | None) -> tuple[tuple[str, str], ...]:
+    """(name, type) of each variable; ``None``: poolgate's (``scanner.model.facts``), ``dyn``."""
+    if variables is None:
+        variables = NAMES
     if isinstance(variables, Mapping):
         return tuple((name, str(kind)) for name, kind in variables.items())
     return tuple((name, "dyn") for name in variables)
 
 
-def declarations(variables: Variables = VARIABLES) -> tuple[str, ...]:
+def declarations(variables: Variables | None = None) -> tuple[str, ...]:
     """The declared variables, for the program cache's identity (programcache.py). The
-    functions and the checks are the text of this module, ``checked.py``, ``budget.py``
-    and the ``k8s`` package, which the identity hashes whole."""
+    functions and the checks are the text of this module, ``checked.py``, ``budget.py``,
+    the CEL reading (``analysis.code()``) and the ``k8s`` package, which the identity
+    hashes whole (``vetting_code``)."""
     return tuple(f"var {name}: {kind}" for name, kind in typed(variables))
 
 
@@ -131,7 +136,7 @@ def _plain_type(value: object) -> str:
 def vetting_code() -> tuple[Path, ...]:
     """The code that decides what a stored program is: how it was checked and rewritten."""
     own = (Path(__file__), Path(budget.__file__), Path(__file__).parent / "checked.py")
-    return own + tuple(sorted(_K8S.glob("*.py")))
+    return own + analysis.code() + tuple(sorted(_K8S.glob("*.py")))
 
 
 _STANDARD: Final = b"s"
@@ -142,7 +147,7 @@ _FULL: Final = b"k"
 class CppEngine:
     name = "cpp"
 
-    def __init__(self, variables: Variables = VARIABLES) -> None:
+    def __init__(self, variables: Variables | None = None) -> None:
         """``variables``: what a rule may read (poolgate's, all ``dyn``, by default). An
         admission policy's environment adds ``oldObject``, ``request``,
         ``namespaceObject``, ``authorizer`` the same way."""
@@ -179,7 +184,7 @@ class CppEngine:
 
         ``literal_checks``: the API server's checks of literals (``scanner.cel.k8s.
         literals``). Off only for programs poolgate writes around sources that already
-        passed them (``scanner.bindings``), whose own map literal binds values of
+        passed them (``scanner.evaluate.optimize.binding``), whose own map literal binds values of
         different types."""
         entry = key(source, result.value if literal_checks else f"{result.value}, unchecked")
         stored = self._cache.get(entry)

@@ -1,6 +1,6 @@
 """The portable engine: ``cel-python`` (``celpy``), pure Python.
 
-About 200 times slower than the C++ runtime; used where the C++ wheel is not
+Much slower than the C++ runtime (benchmarks/README.md); used where the C++ wheel is not
 available and, in tests, as an independent second implementation. When the
 C++ package is installed, its type checker still checks result types at load
 time, so both engines reject the same rules.
@@ -20,7 +20,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from scanner.cel import VARIABLES, ResultKind, cpp_available
+from scanner.cel import ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.celpy_budget import CountingRunner, IterationLimit
 from scanner.cel.celpy_features import refusal, unparsed_feature, unsupported
@@ -151,7 +151,7 @@ _FUNCTIONS = {"joined": _joined, **FUNCTIONS}
 class PythonEngine:
     name = "python"
 
-    def __init__(self, variables: Sequence[str] | Mapping[str, str] = VARIABLES) -> None:
+    def __init__(self, variables: Sequence[str] | Mapping[str, str] | None = None) -> None:
         """``variables``: what rules may read, for the default engine's checker (cel-python
         itself declares none)."""
         # Counts comprehension iterations as cel-cpp does (scanner/cel/budget.py).

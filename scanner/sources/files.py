@@ -1,11 +1,14 @@
 """Manifests from paths: files, directories (recursively) and ``-`` for standard input.
 
 Every path is checked before any file is read, so a typo fails fast as a usage error
-instead of after a long scan. Inside a directory only ``.yaml``, ``.yml`` and ``.json``
-files count, a ``.json`` file only when its first 64 KiB name ``"apiVersion"`` (other
-tools' JSON is not a manifest); hidden entries (``.git``, ``.github``) are skipped. A
-file named on the command line is read whatever its name. Files that exist but cannot be read become
-``ReadError`` data, and the scan goes on (the run then ends "incomplete").
+instead of after a long scan. Inside a directory the files ``kubectl apply -f DIR -R``
+would apply count: ``.yaml``, ``.yml`` and ``.json``, hidden ones and those in hidden
+directories too (``.github`` holds no objects, but a pull request could hide some
+there); ``.git`` is never entered. A ``.json`` file counts only when it holds a
+Kubernetes object (``jsonprobe``: other tools' JSON is not a manifest). Some files are
+never manifests, walked or named (``Excluded``: the configuration). A file named on
+the command line is read whatever its name. Files that exist but cannot be read
+become ``ReadError`` data, and the scan goes on (the run then ends "incomplete").
 
 The scanned tree may come from an untrusted pull request, so a walk never follows a
 symbolic link to a directory (no loops, no escaping the checkout) and reads a
@@ -15,25 +18,54 @@ the pull request too (the Action's ``paths``), so it is read only when it does n
 lead out of the repository through a link. Named pipes, sockets and devices found in
 a walk are never opened (a pipe would block the scan); one named on the command line
 is read, so process substitution works (``poolgate scan <(helm template chart)``).
+A marker file (``Chart.yaml``, ``kustomization.yaml``) that is not a regular file
+marks nothing: it is reported and its directory read file by file
+(``rendered.read_markers``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
-from scanner.sources import parallel
-from scanner.sources.rendered import enclosing_root, render_kind, repository_of
-from scanner.sources.yamldoc import STDIN_URI, collector_paused, parse_stream
+from scanner.sources import jsonprobe, parallel
+from scanner.sources.rendered import MARKER_FILES, find_enclosing, read_markers, repository_of
+from scanner.sources.yaml.document import STDIN_URI, collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
 SPECIAL_FILE: Final = "not a regular file (a named pipe, socket or device); skipped"
+NEVER_WALKED: Final = ".git"
+"""Git's own data: never read, nor taken for the pull request's content."""
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    """Files never read as manifests, found in a walk or named: the one place that
+    decides what a scan leaves out (a walk skips ``NEVER_WALKED`` besides)."""
+
+    names: frozenset[str] = frozenset()
+    """File names, in any directory (``.poolgate.yaml`` is configuration, never an object)."""
+    files: frozenset[Path] = frozenset()
+    """Absolute paths (the configuration file in use, whatever its name)."""
+
+    @classmethod
+    def of(cls, names: Collection[str] = (), files: Collection[str | Path] = ()) -> Excluded:
+        absolute = frozenset(Path(os.path.abspath(file)) for file in files)
+        return cls(frozenset(names), absolute)
+
+    def matches(self, path: Path) -> bool:
+        """Whether ``path`` (absolute, as a walk builds it) is left out."""
+        return path.name in self.names or path in self.files
+
+
+NOTHING_EXCLUDED: Final = Excluded()
 
 
 class _Unreadable(Exception):
@@ -64,13 +96,15 @@ def load_paths(
     *,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     render_roots: list[Path] | None = None,
+    excluded: Excluded = NOTHING_EXCLUDED,
 ) -> Inventory:
-    """Read and parse every manifest under ``paths``.
+    """Read and parse every manifest under ``paths``, but what ``excluded`` names.
 
     With ``render_roots``, Helm charts and Kustomizations are not read file by file:
-    a directory holding one (``rendered.render_kind``) is appended to the list instead
+    a directory holding one (``rendered.read_markers``) is appended to the list instead
     of being walked, and so is the nearest one enclosing a file named on the command
     line (pre-commit names chart templates one by one). The caller renders them.
+    A marker that is not a regular file is a read error, and its directory is read.
 
     URIs are POSIX paths relative to ``repo_root`` for files under it, absolute paths
     otherwise, and ``<stdin>`` for ``-``. ``inventory.files`` counts every input found,
@@ -90,16 +124,22 @@ def load_paths(
             queue.append(None)
             continue
         target = Path(os.path.abspath(path))
+        if excluded.matches(target):
+            continue
         problem = _named_link_problem(target, root)
         if problem:
             inventory.files += 1
             inventory.read_errors.append(ReadError(_uri(target, root), problem))
             continue
         if target.is_dir():
-            files = _walk(target, root, inventory, render_roots)
-        elif render_roots is not None and (chart := enclosing_root(target, root)):
-            render_roots.append(chart)
-            continue
+            files = _walk(target, root, inventory, render_roots, excluded, max_file_size)
+        elif render_roots is not None:
+            enclosing = find_enclosing(target, root)
+            _report_markers(enclosing.broken, root, inventory)
+            if enclosing.root is not None:
+                render_roots.append(enclosing.root)
+                continue
+            files = [target]
         else:
             files = [target]
         for file in files:
@@ -107,6 +147,8 @@ def load_paths(
                 continue
             seen.add(file)
             queue.append((file, _uri(file, root)))
+    # A directory walked twice, or a marker met by several named files, says it once.
+    inventory.read_errors = list(dict.fromkeys(inventory.read_errors))
     # One pause for the whole load: objects from earlier files pile up, and a
     # collection between two files would rescan all of them.
     with collector_paused():
@@ -193,10 +235,35 @@ def _read(path: Path, max_file_size: int) -> str:
         raise _Unreadable(_not_utf8(error, data), data.count(b"\n", 0, error.start) + 1) from error
 
 
-def _walk(
-    top: Path, repo_root: Path, inventory: Inventory, render_roots: list[Path] | None = None
+def rendered_directory_files(
+    directory: Path,
+    repo_root: Path,
+    inventory: Inventory,
+    nested: list[Path],
+    excluded: Excluded = NOTHING_EXCLUDED,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
 ) -> list[Path]:
-    """Manifest files under ``top`` in a stable order (sorted by path components)."""
+    """The manifest files a walk of the rendered ``directory`` finds, as if it were a
+    plain directory; rendered directories below it go to ``nested`` instead of being
+    walked. (A kustomization's files that its build does not name are scanned as plain
+    manifests: ``kustomize.plain_files``.)"""
+    return _walk(directory, repo_root, inventory, nested, excluded, max_file_size, plain_top=True)
+
+
+def _walk(
+    top: Path,
+    repo_root: Path,
+    inventory: Inventory,
+    render_roots: list[Path] | None = None,
+    excluded: Excluded = NOTHING_EXCLUDED,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    *,
+    plain_top: bool = False,
+) -> list[Path]:
+    """Manifest files under ``top`` in a stable order (sorted by path components).
+
+    ``plain_top``: ``top`` itself is walked even when it is rendered.
+    """
     allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(find_repo_root(top, repo_root)))]
     found: list[Path] = []
     pending = [top]
@@ -204,18 +271,27 @@ def _walk(
         directory = pending.pop()
         try:
             with os.scandir(directory) as listing:
-                entries = list(listing)
+                entries = [entry for entry in listing if entry.name != NEVER_WALKED]
         except OSError as error:
             message = f"cannot list directory: {_os_message(error)}"
             inventory.read_errors.append(ReadError(_uri(directory, repo_root), message))
             continue
-        if render_roots is not None and render_kind([entry.name for entry in entries]):
-            render_roots.append(directory)
-            continue
+        reported: set[Path] = set()
+        if render_roots is not None:
+            names = {entry.name for entry in entries}
+            if not names.isdisjoint(MARKER_FILES):
+                markers = read_markers(directory, names)
+                _report_markers(markers.broken, repo_root, inventory)
+                if markers.kind is not None and not (plain_top and directory == top):
+                    render_roots.append(directory)
+                    continue
+                reported = {path for path, _ in markers.broken}
         for entry in entries:
-            if entry.name.startswith("."):
-                continue
             path = Path(entry.path)
+            if excluded.matches(path):
+                continue
+            if path in reported and not entry.is_dir(follow_symlinks=False):
+                continue  # a marker that is a link or a pipe: its error says it all
             if entry.is_symlink():
                 if not _is_manifest(entry.name) or os.path.isdir(path):
                     continue  # a link to a directory is never followed, whatever its name
@@ -223,12 +299,12 @@ def _walk(
                 if problem:
                     inventory.files += 1
                     inventory.read_errors.append(ReadError(_uri(path, repo_root), problem))
-                elif _may_be_kubernetes(path):
+                elif _may_be_kubernetes(path, max_file_size):
                     found.append(path)
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(path)
             elif entry.is_file(follow_symlinks=False):
-                if _is_manifest(entry.name) and _may_be_kubernetes(path):
+                if _is_manifest(entry.name) and _may_be_kubernetes(path, max_file_size):
                     found.append(path)
             elif _is_manifest(entry.name):  # never opened: a pipe would block the scan
                 warning = SourceWarning(_uri(path, repo_root), SPECIAL_FILE)
@@ -237,28 +313,26 @@ def _walk(
     return found
 
 
+def _report_markers(
+    broken: Sequence[tuple[Path, str]], repo_root: Path, inventory: Inventory
+) -> None:
+    for path, message in broken:
+        inventory.read_errors.append(ReadError(_uri(path, repo_root), message))
+
+
 def _is_manifest(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in MANIFEST_SUFFIXES
 
 
-JSON_PEEK: Final = 64 * 1024
-"""How much of a ``.json`` file found in a walk is read to tell whether it holds a
-Kubernetes object: ``kubectl`` and the API write ``apiVersion`` first."""
-
-
-def _may_be_kubernetes(path: Path) -> bool:
+def _may_be_kubernetes(path: Path, max_file_size: int) -> bool:
     """Whether a file found in a walk is read: YAML always (a document that is no
-    Kubernetes object is skipped as it is parsed); JSON only when its beginning names
-    ``"apiVersion"``. A repository's other JSON (a ``tsconfig.json`` with comments, a
-    14 MB ``package-lock.json``) would otherwise fail every scan of ``.`` as input that
-    could not be read. One that cannot be opened is read, to report why."""
+    Kubernetes object is skipped as it is parsed); JSON when it may hold a Kubernetes
+    object (``jsonprobe``). A repository's other JSON (a ``tsconfig.json`` with
+    comments, a 14 MB ``package-lock.json``) would otherwise fail every scan of ``.``
+    as input that could not be read."""
     if not path.name.lower().endswith(".json"):
         return True
-    try:
-        with open(path, "rb") as handle:
-            return b'"apiVersion"' in handle.read(JSON_PEEK)
-    except OSError:
-        return True
+    return jsonprobe.may_be_manifest(path, max_file_size)
 
 
 def _link_problem(link: Path, allowed: list[Path]) -> str:

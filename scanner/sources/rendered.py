@@ -1,7 +1,8 @@
 """Rendered sources: Helm charts and Kustomizations, found by their marker files.
 
 A directory holding ``Chart.yaml`` is a Helm chart, one holding
-``kustomization.yaml`` (``.yml``, ``Kustomization``) a Kustomization. Their files
+``kustomization.yaml`` (``.yml``, ``Kustomization``) a Kustomization, when that
+marker is a regular file. Their files
 are not manifests to read one by one (chart templates are not even YAML): the
 directory is rendered once by its tool (``helm.py``, ``kustomize.py``) and the
 output is parsed like any other manifest text. This module holds what both
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +48,8 @@ _MESSAGE_LIMIT: Final = 300
 # without charts (the pre-commit path) should not pay for them at start-up.
 if TYPE_CHECKING:
     import tempfile
+
+    from scanner.sources.files import Excluded
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "[^"]*" err="(.*)"$')
 
 
@@ -88,44 +92,151 @@ def render_kind(names: Collection[str]) -> str | None:
     return None
 
 
-def directory_kind(directory: Path) -> str | None:
-    """``render_kind`` of an existing directory, by looking for its marker files."""
-    return render_kind(
-        [name for name in (*KUSTOMIZATION_FILES, CHART_FILE) if (directory / name).is_file()]
+MARKER_FILES: Final = frozenset({*KUSTOMIZATION_FILES, CHART_FILE})
+_MARKS: Final = {CHART_FILE: "Helm chart", **dict.fromkeys(KUSTOMIZATION_FILES, "Kustomization")}
+
+
+@dataclass(frozen=True, slots=True)
+class Markers:
+    """What the marker files of one directory say about it."""
+
+    kind: str | None = None
+    """``kustomize`` or ``helm`` when the directory is rendered; ``None`` when it
+    holds no marker, or a marker that is not a regular file."""
+    broken: tuple[tuple[Path, str], ...] = ()
+    """Each marker that is not a regular file, with the error to report about it."""
+
+
+def read_markers(directory: Path, names: Collection[str] | None = None) -> Markers:
+    """The markers of ``directory`` (``names``: its entries, when the caller listed it).
+
+    Only a regular file marks a directory. A pull request can add a *directory* named
+    ``Chart.yaml``, or a dangling link named ``Kustomization``: no renderer would
+    build anything from it, yet the directory would look rendered and no file in it
+    would be read, while ``kubectl apply -f DIR -R`` applies them all. Such a marker
+    is reported, and the directory (whatever other marker it holds) is read as plain
+    manifests.
+    """
+    present = sorted(
+        name
+        for name in MARKER_FILES
+        if (name in names if names is not None else os.path.lexists(directory / name))
     )
+    if not present:
+        return Markers()
+    valid: list[str] = []
+    broken: list[tuple[Path, str]] = []
+    for name in present:
+        path = directory / name
+        what = _not_regular(path)
+        if what is None:
+            valid.append(name)
+        else:
+            message = (
+                f"{what}: the directory is scanned as plain manifests, "
+                f"not rendered as a {_MARKS[name]}"
+            )
+            broken.append((path, message))
+    if broken:
+        return Markers(None, tuple(broken))
+    return Markers(render_kind(valid))
 
 
-def enclosing_root(file: Path, repo_root: Path) -> Path | None:
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (never following a link), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as error:
+        return f"cannot be examined ({error.strerror or error})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        what = "a directory"
+    elif stat.S_ISLNK(mode):
+        what = "a symbolic link"
+    else:
+        what = "a named pipe, socket or device"
+    return f"{what}, not a regular file"
+
+
+def directory_kind(directory: Path) -> str | None:
+    """``render_kind`` of an existing directory, by its marker files (``read_markers``)."""
+    return read_markers(directory).kind
+
+
+@dataclass(frozen=True, slots=True)
+class Enclosing:
+    """The render root a file belongs to, and the broken markers met on the way up."""
+
+    root: Path | None = None
+    broken: tuple[tuple[Path, str], ...] = ()
+
+
+def find_enclosing(file: Path, repo_root: Path) -> Enclosing:
     """The nearest directory at or above ``file``'s, up to ``repo_root``, that is rendered.
 
     A chart template or a kustomize resource named on the command line (as
     pre-commit does) is scanned by rendering its chart or kustomization: a
     template on its own is not YAML, and a resource on its own misses its overlay.
-    Files outside ``repo_root`` are never routed.
+    A directory with a broken marker (``read_markers``) is passed over, as a walk
+    passes over it, and reported. Files outside ``repo_root`` are never routed.
     """
     root = Path(os.path.abspath(repo_root))
     here = Path(os.path.abspath(file)).parent
     if here != root and root not in here.parents:
-        return None
+        return Enclosing()
+    broken: list[tuple[Path, str]] = []
     for directory in (here, *here.parents):
-        if directory_kind(directory) is not None:
-            return directory
+        markers = read_markers(directory)
+        broken.extend(markers.broken)
+        if markers.kind is not None:
+            return Enclosing(directory, tuple(broken))
         if directory == root:
             break
-    return None
+    return Enclosing(None, tuple(broken))
 
 
-def render_directories(roots: Sequence[Path], repo_root: Path, options: RenderOptions) -> Inventory:
-    """Render every chart and kustomization in ``roots`` (each once) into one inventory."""
+def enclosing_root(file: Path, repo_root: Path) -> Path | None:
+    """``find_enclosing(file, repo_root).root``."""
+    return find_enclosing(file, repo_root).root
+
+
+def render_directories(
+    roots: Sequence[Path],
+    repo_root: Path,
+    options: RenderOptions,
+    *,
+    max_file_size: int | None = None,
+    excluded: Excluded | None = None,
+) -> Inventory:
+    """Render every chart and kustomization in ``roots`` (each once) into one inventory.
+
+    Rendering a kustomization may find more charts and kustomizations inside its
+    directory that its build does not reach; they are rendered here too.
+    ``max_file_size`` bounds the files a kustomization's directory has scanned as
+    plain manifests (``kustomize.plain_files``), and ``excluded`` names the files
+    never read as manifests there (as in a walk).
+    """
     from scanner.sources import helm, kustomize
+    from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, NOTHING_EXCLUDED
 
+    limit = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
+    session = kustomize.Session(limit, excluded or NOTHING_EXCLUDED)
     inventory = Inventory()
-    for root in dict.fromkeys(Path(os.path.abspath(path)) for path in roots):
+    pending = list(dict.fromkeys(Path(os.path.abspath(path)) for path in roots))
+    done: set[Path] = set()
+    while pending:
+        root = pending.pop(0)
+        if root in done:
+            continue
+        done.add(root)
         kind = directory_kind(root)
         if kind == HELM:
             inventory.extend(helm.render(root, repo_root, options))
         elif kind == KUSTOMIZE:
-            inventory.extend(kustomize.render(root, repo_root, options))
+            inventory.extend(kustomize.render(root, repo_root, options, session))
+            pending.extend(Path(os.path.abspath(path)) for path in session.nested)
+            session.nested.clear()
     return inventory
 
 
@@ -144,11 +255,15 @@ def repo_uri(path: Path, repo_root: Path) -> str:
     return path_uri(absolute.as_posix())
 
 
-def not_installed(uri: str, what: str, tools: str, install_url: str) -> ReadError:
-    """The notification for a directory that cannot be rendered here; the run is incomplete."""
+def not_installed(
+    uri: str, what: str, tools: str, install_url: str, scanned: str = "scanned nothing in it"
+) -> ReadError:
+    """The notification for a directory that cannot be rendered here; the run is incomplete.
+
+    ``scanned`` says what was scanned instead.
+    """
     return ReadError(
-        uri,
-        f"{what} not rendered: {tools} is not installed ({install_url}); scanned nothing in it",
+        uri, f"{what} not rendered: {tools} is not installed ({install_url}); {scanned}"
     )
 
 
@@ -208,17 +323,6 @@ def _last_line(stderr: bytes) -> str:
     return text[:head] + " … " + text[-(_MESSAGE_LIMIT - head - 3) :]
 
 
-def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment for a renderer: ours, minus what could load plugins, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("HELM_", "KUSTOMIZE_"))
-    }
-    env.update(extra)
-    return env
-
-
 def which(*names: str) -> str | None:
     """The first of ``names`` found on PATH (absolute path), or ``None``."""
     import shutil
@@ -275,6 +379,7 @@ def remap(
 
     ``spot_for(obj, rendered_line)`` names the source file and line of an object (or,
     for an invalid document without an object, of the rendered line it starts on).
+    Each keeps the rendered stream's URI as its ``unit``: what was applied together.
     ``files`` counts the distinct source files that produced something.
     """
     result = Inventory(skipped=rendered.skipped, read_errors=list(rendered.read_errors))
@@ -283,7 +388,12 @@ def remap(
     for obj in rendered.objects:
         spot = spot_for(obj, obj.origin.line)
         origin = replace(
-            obj.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+            obj.origin,
+            uri=spot.uri,
+            line=spot.line,
+            column=1,
+            source_type=source_type,
+            unit=obj.origin.uri,
         )
         lines = spot.lines if spot.lines is not None else LineMap(positions={})
         moved = replace(obj, origin=origin, lines=lines)
@@ -299,7 +409,12 @@ def remap(
             spot = spot_for(None, document.line)
             line, column = spot.line, 1
             origin = replace(
-                document.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+                document.origin,
+                uri=spot.uri,
+                line=spot.line,
+                column=1,
+                source_type=source_type,
+                unit=document.origin.uri,
             )
         result.invalid.append(_moved_document(document, origin, line, column))
         uris.add(origin.uri)

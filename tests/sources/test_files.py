@@ -11,7 +11,7 @@ import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError
-from scanner.sources import files
+from scanner.sources import files, rendered
 from scanner.sources.files import find_repo_root, load_paths
 
 
@@ -70,6 +70,9 @@ def test_without_git_the_working_directory_is_the_root(
 
 
 def test_directory_walk_reads_manifests_only_in_sorted_order(repo: Path) -> None:
+    """Hidden files and directories are read as ``kubectl apply -f DIR -R`` reads them
+    (they used to be skipped, so a pull request could hide objects there); ``.git``
+    is never entered."""
     write(repo, "k8s/b.yaml", manifest("b"))
     write(repo, "k8s/a.yml", manifest("a"))
     write(
@@ -81,11 +84,14 @@ def test_directory_walk_reads_manifests_only_in_sorted_order(repo: Path) -> None
     write(repo, "k8s/chart.tpl", manifest("tpl"))
     write(repo, "k8s/.hidden.yaml", manifest("hidden-file"))
     write(repo, "k8s/.github/workflow.yaml", manifest("hidden-dir"))
+    write(repo, "k8s/.git/objects.yaml", manifest("git"))
     write(repo, "k8s/UPPER.YAML", manifest("upper"))
 
     inventory = load_paths([str(repo / "k8s")], repo)
 
     assert uris(inventory) == [
+        "k8s/.github/workflow.yaml",
+        "k8s/.hidden.yaml",
         "k8s/UPPER.YAML",
         "k8s/a.yml",
         "k8s/b.yaml",
@@ -93,27 +99,129 @@ def test_directory_walk_reads_manifests_only_in_sorted_order(repo: Path) -> None
         "k8s/sub/d.yaml",
         "k8s/sub.yaml",
     ]
-    assert inventory.files == 6
+    assert inventory.files == 8
     assert inventory.read_errors == [] and inventory.invalid == []
 
 
-def test_a_walk_reads_json_only_when_it_names_an_api_version(repo: Path) -> None:
+def test_excluded_files_are_never_read_walked_or_named(repo: Path) -> None:
+    config = write(repo, "ci/gate.yaml", manifest("config-in-use"))
+    write(repo, "k8s/.poolgate.yaml", manifest("nested-config"))
+    write(repo, "k8s/app.yaml", manifest("app"))
+    excluded = files.Excluded.of([".poolgate.yaml"], [str(config)])
+
+    walked = load_paths([str(repo)], repo, excluded=excluded)
+    named = load_paths(
+        [str(config), str(repo / "k8s" / ".poolgate.yaml"), str(repo / "k8s" / "app.yaml")],
+        repo,
+        excluded=excluded,
+    )
+
+    assert names(walked) == names(named) == ["app"]
+    assert walked.files == named.files == 1
+
+
+def test_a_walk_reads_json_only_when_it_holds_an_object(repo: Path) -> None:
     """Other tools' JSON in a repository is no manifest: a tsconfig.json with comments
     was PG001 and a large package-lock.json a read error, so the Action's default scan
-    of ``.`` failed ordinary repositories (found in review). Named on the command
-    line, a file is read whatever it holds."""
+    of ``.`` failed ordinary repositories (found in review). A manifest that does not
+    name ``"apiVersion"`` in its first 64 KiB is one all the same (issue 21; more in
+    test_jsonprobe.py). Named on the command line, a file is read whatever it holds."""
+    write(
+        repo,
+        "k8s/late.json",
+        '{"kind": "ConfigMap", "x": "' + "y" * 70_000 + '",'
+        ' "apiVersion": "v1", "metadata": {"name": "late"}}',
+    )
     write(repo, "web/tsconfig.json", '{\n  // comment\n  "compilerOptions": {},\n}\n')
     write(repo, "web/package-lock.json", '{"name": "web", "packages": {}}' + " " * 2048)
     write(repo, "k8s/list.json", '{"apiVersion": "v1", "kind": "List", "items": []}')
     write(repo, "k8s/broken.json", '{"apiVersion": "v1", "kind": ')
 
     inventory = load_paths([str(repo)], repo, max_file_size=1024)
-    assert inventory.files == 2
+    assert inventory.files == 3
     assert [document.origin.uri for document in inventory.invalid] == ["k8s/broken.json"]
+    assert [error.uri for error in inventory.read_errors] == ["k8s/late.json"]  # too large
+    assert load_paths([str(repo / "k8s")], repo).objects[0].name == "late"
+    inventory.read_errors = []
     assert inventory.read_errors == []
 
     named = load_paths([str(repo / "web" / "tsconfig.json")], repo)
     assert [document.rule_id for document in named.invalid] == ["PG001"]
+
+
+# --- rendered directories and their marker files -------------------------------------
+
+CHART = "apiVersion: v2\nname: app\nversion: 1.0.0\n"
+
+
+def test_a_directory_with_a_marker_file_is_a_render_root_and_not_read(repo: Path) -> None:
+    write(repo, "charts/app/Chart.yaml", CHART)
+    write(repo, "charts/app/templates/x.yaml", "{{ .Values.broken")
+    write(repo, "k8s/kustomization.yaml", "resources: [cm.yaml]\n")
+    write(repo, "k8s/cm.yaml", manifest("cm"))
+    roots: list[Path] = []
+    inventory = load_paths([str(repo)], repo, render_roots=roots)
+    assert sorted(roots) == [repo / "charts" / "app", repo / "k8s"]
+    assert inventory.objects == [] and inventory.read_errors == []
+
+
+def test_a_marker_that_is_no_regular_file_marks_nothing_and_is_reported(repo: Path) -> None:
+    write(repo, "k8s/cm.yaml", manifest("cm"))
+    write(repo, "k8s/Chart.yaml/inside.yaml", manifest("inside"))
+    write(repo, "k8s/kustomization.yaml", "resources: []\n")  # valid, but beside a broken one
+    roots: list[Path] = []
+    # Walked twice (named twice over): reported once.
+    inventory = load_paths([str(repo), str(repo / "k8s")], repo, render_roots=roots)
+    assert roots == []
+    assert names(inventory) == ["inside", "cm"]
+    assert inventory.read_errors == [
+        ReadError(
+            "k8s/Chart.yaml",
+            "a directory, not a regular file: the directory is scanned as plain manifests, "
+            "not rendered as a Helm chart",
+        )
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_only_a_regular_file_is_a_marker(repo: Path) -> None:
+    """A link is not one, even to a regular file in the repository: what a renderer
+    would follow is for it to decide, and a link that leads nowhere renders nothing."""
+    write(repo, "source/Chart.yaml", CHART)
+    (repo / "linked").mkdir()
+    (repo / "linked" / "Chart.yaml").symlink_to(repo / "source" / "Chart.yaml")
+    (repo / "dangling").mkdir()
+    (repo / "dangling" / "Kustomization").symlink_to(repo / "missing")
+    (repo / "directory" / "kustomization.yml").mkdir(parents=True)
+    assert rendered.read_markers(repo / "source") == rendered.Markers("helm")
+    for directory, marker, what in [
+        ("linked", "Chart.yaml", "a symbolic link"),
+        ("dangling", "Kustomization", "a symbolic link"),
+        ("directory", "kustomization.yml", "a directory"),
+    ]:
+        markers = rendered.read_markers(repo / directory)
+        assert markers.kind is None and rendered.directory_kind(repo / directory) is None
+        assert [(path, message.split(":")[0]) for path, message in markers.broken] == [
+            (repo / directory / marker, f"{what}, not a regular file")
+        ]
+
+
+def test_a_named_file_renders_the_nearest_root_past_broken_markers(repo: Path) -> None:
+    """The pre-commit path routes as a walk would: a directory whose marker is broken is
+    read file by file, and the enclosing chart or kustomization above it is rendered."""
+    write(repo, "kustomization.yaml", "resources: [k8s/cm.yaml]\n")
+    cm = write(repo, "k8s/cm.yaml", manifest("cm"))
+    (repo / "k8s" / "Chart.yaml").mkdir()
+    enclosing = rendered.find_enclosing(cm, repo)
+    assert enclosing.root == repo
+    assert [path for path, _ in enclosing.broken] == [repo / "k8s" / "Chart.yaml"]
+    assert rendered.enclosing_root(cm, repo) == repo
+
+    (repo / "kustomization.yaml").unlink()
+    roots: list[Path] = []
+    inventory = load_paths([str(cm)], repo, render_roots=roots)
+    assert roots == [] and names(inventory) == ["cm"]
+    assert [error.uri for error in inventory.read_errors] == ["k8s/Chart.yaml"]
 
 
 def test_a_named_file_is_read_whatever_its_extension(repo: Path) -> None:

@@ -14,7 +14,7 @@ from scanner.cel.k8s.library import KubernetesError, function, member
 @lru_cache(maxsize=256)
 def compiled(pattern: str) -> Any:
     """The RE2 program for ``pattern``; ``KubernetesError`` if it does not compile."""
-    import re2  # type: ignore[import-untyped]  # ~4 ms, on first use only
+    import re2  # type: ignore[import-untyped]  # on first use only
 
     options = re2.Options()
     options.log_errors = False  # RE2 would print every bad pattern to stderr

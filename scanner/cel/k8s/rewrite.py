@@ -9,8 +9,8 @@ no rule can write):
 * ``format.named(n)`` and ``<Format>.validate(s)``: their Python result wrapped in
   ``optional.ofNonZeroValue`` (an unknown name gives ``{}``, a valid text ``[]``);
 * ``==`` and ``!=`` between quantities: by value (``quantity.equals``);
-* ``<duration>.getMilliseconds()``: the whole duration in milliseconds, as cel-go
-  answers (cel-cpp gives the milliseconds part);
+* ``<duration>.getMilliseconds()``: the whole duration in thousandths of a second,
+  as cel-go answers (cel-cpp gives only the part below a second);
 * ``transformMap``/``transformMapEntry``: entries gathered as a list, made a map once
   at the end (cel-expr-python has no runtime for ``cel.@mapInsert``);
 * every comprehension over a map visits the keys in sorted order (cel-cpp's maps

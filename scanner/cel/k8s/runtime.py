@@ -97,7 +97,7 @@ def _insert(result: dict[Any, Any], key: Any, value: Any) -> None:
 
 
 def _duration_millis(value: datetime.timedelta) -> int:
-    """cel-go's ``getMilliseconds()`` of a duration: all of it, in milliseconds."""
+    """cel-go's ``getMilliseconds()`` of a duration: all of it, in thousandths of a second."""
     micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
     return micros // 1000 if micros >= 0 else -(-micros // 1000)
 
