@@ -63,6 +63,7 @@ _MODULES = {
     "github": "scanner.reporters.github",
     "junit": "scanner.reporters.junit",
     "html": "scanner.reporters.html",
+    "policyreport": "scanner.reporters.policyreport",
 }
 
 FORMATS: tuple[str, ...] = tuple(_MODULES)
