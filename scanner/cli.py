@@ -395,6 +395,12 @@ def _read_live(
     help="Judge durations (Pending for N minutes) as of this time "
     "(default: when the cluster was read).",
 )
+@click.option(
+    "--publish-reports",
+    is_flag=True,
+    help="Also server-side apply the findings as PolicyReports (wgpolicyk8s.io/v1alpha2) "
+    "in the audited cluster and delete poolgate's stale ones (RBAC: deploy/optional/).",
+)
 @with_report_options
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped items.")
 @with_cluster_options
@@ -402,6 +408,7 @@ def audit(
     snapshot_file: str | None,
     compare: str | None,
     now_text: str | None,
+    publish_reports: bool,
     formats: tuple[str, ...],
     outputs: tuple[str, ...],
     fail_on: str,
@@ -432,12 +439,18 @@ def audit(
     from scanner import drift, output, pipeline
     from scanner.engine import start_helper
     from scanner.errors import UsageError
-    from scanner.reporters import writer_for
+    from scanner.reporters import policyreport, writer_for
     from scanner.sources import snapshot
 
     destinations = output.pair(formats, outputs, _default_format())
     if snapshot_file is not None and kubeconfig is not None:
         raise UsageError("--snapshot and --kubeconfig exclude each other")
+    if snapshot_file is not None and publish_reports:
+        raise UsageError(
+            "--publish-reports applies the reports in the audited cluster: it needs a "
+            "live audit, not --snapshot",
+            hint="write them with --format policyreport and kubectl apply --server-side -f",
+        )
     previous = drift.load_previous(compare) if compare is not None else None
     now = None
     if now_text is not None:
@@ -467,6 +480,12 @@ def audit(
     if previous is not None and compare is not None:
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked
         changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
+    found = None
+    if publish_reports or any(d.format == "policyreport" for d in destinations):
+        uids = policyreport.object_uids(capture.objects, report.findings)
+        found = policyreport.Found(capture.captured_at, uids)
+        if publish_reports:
+            report = _publish_reports(report, found, kubeconfig, kube_context, request_timeout)
     for destination in destinations:
         color = (
             destination.is_stdout
@@ -477,11 +496,44 @@ def audit(
         )
         shown = replace(report, show_suppressed=show_suppressed, color=color, verbose=verbose)
         write = writer_for(destination.format)
+        if destination.format == "policyreport":
+            write = policyreport.writer(found)  # with when and which uids (Found)
         if changes is not None:
             write = drift.wrap(destination.format, write, changes)
         output.write(destination, partial(write, shown))
     lifetime.keep(report)
     return pipeline.exit_code(report, fail_on)
+
+
+def _publish_reports(
+    report: Any,
+    found: Any,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    request_timeout: float,
+) -> Any:
+    """``report`` with what publishing its PolicyReports could not do as notifications:
+    an error each (exit code 3 when nothing else failed), never a crash (scanner.publish)."""
+    from dataclasses import replace
+
+    from scanner import publish
+    from scanner.findings import Level, Notification
+    from scanner.reporters import policyreport
+    from scanner.sources.cluster import Settings, Target
+
+    done = publish.publish(
+        Target(kubeconfig, kube_context),
+        Settings(request_timeout=request_timeout),
+        policyreport.build(report, found),
+    )
+    if not done.problems:
+        _note(
+            f"published {len(done.applied)} policy reports"
+            + (f", deleted {len(done.deleted)} stale ones" if done.deleted else "")
+        )
+    notes = [Notification(Level.ERROR, problem) for problem in done.problems]
+    notes += [Notification(Level.WARNING, note) for note in done.notes]
+    return replace(report, notifications=[*report.notifications, *notes])
 
 
 HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
