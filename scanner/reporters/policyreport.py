@@ -60,12 +60,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-import yaml
-
 from scanner.findings import Finding, Level, Notification, Outcome
 from scanner.inventory import ObjectRef
 from scanner.model import cluster as synthetic
-from scanner.reporters import Report, Writer
+from scanner.reporters import Report, Writer, blockyaml
 from scanner.ruledoc import RuleDoc
 from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import SOURCE_TYPE as LIVE
@@ -183,23 +181,7 @@ def write(report: Report, stream: TextIO, *, found: Found | None = None) -> None
             where = obj["metadata"].get("namespace") or "the cluster"
             stream.write(f"# {where}: {left_out} results left out (see the last report)\n")
         stream.write("---\n")
-        stream.write(yaml.dump(obj, Dumper=_Dumper, **_DUMP_OPTIONS))
-
-
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """libyaml's emitter when PyYAML has it; never anchors and aliases (the labels of
-    every report are one dict)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-_DUMP_OPTIONS: Final[dict[str, Any]] = {
-    "sort_keys": False,
-    "allow_unicode": True,
-    "default_flow_style": False,
-    "width": 1 << 16,  # a message stays on one line
-}
+        stream.write(blockyaml.document(obj))
 
 
 def build(report: Report, found: Found | None = None) -> list[dict[str, Any]]:
