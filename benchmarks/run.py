@@ -8,7 +8,10 @@ subprocess with its peak RSS; medians of the repeats. Then a one-file scan
 ``poolgate audit`` on generated snapshots once that command exists: the
 controllers shape (pods under controllers in the snapshot, sharing their
 templates: the budget line) and the worst case (every pod its own template,
-owners absent), both in the same run.
+owners absent), both in the same run. Last, the pools x workloads shape: N GPU
+NodePools with a Deployment pinned to each, whose cost must grow linearly in N;
+``--against CHECKOUT`` times another checkout's poolgate on the same inputs,
+alternating with this one's.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from benchmarks.measure import (
     read_floor,
     run_child,
 )
+from benchmarks.pools import write_pools
 from benchmarks.snapshot import write_snapshot
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +61,8 @@ SHAPES = {
     "controllers": "controllers, pods share their templates",
     "unique": "worst case: every pod its own template, owners absent",
 }
+FULL_POOLS = (1_000, 4_000)  # NodePools, each with one Deployment: issue 21's shape
+QUICK_POOLS = (500, 2_000)
 CHECKOV_SIZE = 1_000
 ONE_FILE_REPEATS = 5
 SCAN_OK = (0, 1)  # 1 = findings; anything else is a failure
@@ -148,9 +154,22 @@ class AuditResult:
 
 
 @dataclass
+class PoolsResult:
+    """``poolgate scan`` of the pools x workloads shape (benchmarks/pools.py)."""
+
+    pools: int
+    bytes: int
+    poolgate: Measured = field(default_factory=Measured)
+    against: Measured | None = None
+    """The same scans with ``--against``'s checkout, alternating with this one's."""
+
+
+@dataclass
 class Report:
     machine: dict[str, Any]
     sizes: list[SizeResult] = field(default_factory=list)
+    pools: list[PoolsResult] | None = None  # None: not run (--no-pools)
+    against: str | None = None  # the other checkout of --against
     one_file: Measured | None = None
     one_file_cold: Measured | None = None
     checkov: dict[str, Any] | None = None
@@ -171,7 +190,7 @@ def child_environment(state: Path) -> dict[str, str]:
     """The environment poolgate runs in: this one, with its caches under ``state``.
 
     An installed poolgate has its modules compiled to bytecode (pip does that) and,
-    after its first run, a warm rule validation cache (scanner/rulecache.py). A
+    after its first run, a warm rule validation cache (scanner/ruleset/cache.py). A
     checkout run with ``PYTHONDONTWRITEBYTECODE=1`` would compile every module on every
     start instead (about 0.2 s here), which measures the environment, not poolgate.
     So bytecode goes to ``state/pycache`` (``PYTHONPYCACHEPREFIX``: nothing is written
@@ -351,6 +370,36 @@ def run_audit(args: argparse.Namespace, report: Report, say: Callable[..., None]
             report.audit.append(result)
 
 
+def run_pools(args: argparse.Namespace, report: Report, say: Callable[..., None]) -> None:
+    """``poolgate scan`` of the pools x workloads shape at each count; with
+    ``--against``, the other checkout's on the same inputs, alternating in each repeat
+    so that a change in machine load affects both alike."""
+    report.pools = []
+    report.against = None if args.against is None else str(args.against)
+    for count in args.pools:
+        with workdir(args.keep, f"pools-{count}") as work:
+            info = write_pools(work / "pools", count, args.seed)
+            result = PoolsResult(count, info.bytes)
+            report.pools.append(result)
+            say(f"  pools x workloads: {count:,} NodePools + {count:,} Deployments", end="")
+            argv = _poolgate(
+                "scan", str(work / "pools"), "--format", "json", "--output", str(work / "o.json")
+            )
+            sides = [(result.poolgate, REPO_ROOT)]
+            if args.against is not None:
+                result.against = Measured()
+                sides.append((result.against, args.against))
+            for _ in range(args.repeats):
+                for measured, root in sides:
+                    if measured.error is None:
+                        run = run_child(argv, cwd=root, timeout=args.timeout, env=args.env)
+                        report.failed |= not _record(measured, run, SCAN_OK)
+            say(f"; {_s(result.poolgate.seconds)} s", end="")
+            if result.against is not None:
+                say(f"; against {_s(result.against.seconds)} s", end="")
+            say("")
+
+
 def run(args: argparse.Namespace, say: Callable[..., None] = print) -> Report:
     with tempfile.TemporaryDirectory(prefix="poolgate-bench-state-") as state:
         args.env = child_environment(Path(state) / "warm")
@@ -372,7 +421,7 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
     say(
         f"sizes {', '.join(f'{n:,}' for n in args.sizes)}; {args.repeats} repeats; seed {args.seed}"
     )
-    for objects in args.sizes:
+    for objects in args.sizes if args.corpus else ():
         measure_size(objects, args.repeats, args, scan_ok, report, say)
     if args.checkov and report.checkov is None:
         if checkov_command() is None:
@@ -382,7 +431,7 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
             measure_size(CHECKOV_SIZE, min(args.repeats, 2), args, scan_ok, extra, say)
             report.checkov = extra.checkov
             report.failed |= extra.failed
-    if scan_ok:
+    if scan_ok and args.one_file:
         with workdir(args.keep, "one-file") as work:
             path = work / "deployment.yaml"
             path.write_text(one_deployment(args.seed), encoding="utf-8")
@@ -396,6 +445,8 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
                 report.failed = True
     if args.audit:
         run_audit(args, report, say)
+    if scan_ok and args.pools:
+        run_pools(args, report, say)
     report.machine["loadavg_end"] = _loadavg()
     return report
 
@@ -427,12 +478,9 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
 
 
-def format_report(report: Report) -> str:
-    m = report.machine
+def corpus_lines(report: Report) -> list[str]:
+    """The corpus table and its growth, one row per size."""
     lines = [
-        f"python {m['python']} on {m['platform']}, {m['cpus']} CPUs, PyYAML {m['pyyaml']} "
-        f"(libyaml {m['libyaml']}), load average {m['loadavg_start']} -> {m.get('loadavg_end')}",
-        "",
         f"{'objects':>8} {'files':>6} {'MB':>6} {'read s':>8} {'libyaml s':>10} "
         f"{'poolgate s':>11} {'pg/libyaml':>11} {'peak RSS MB':>12}",
     ]
@@ -452,6 +500,17 @@ def format_report(report: Report) -> str:
             f"libyaml {_per(r.libyaml.seconds, k)}"
         )
     lines.append("")
+    return lines
+
+
+def format_report(report: Report) -> str:
+    m = report.machine
+    lines = [
+        f"python {m['python']} on {m['platform']}, {m['cpus']} CPUs, PyYAML {m['pyyaml']} "
+        f"(libyaml {m['libyaml']}), load average {m['loadavg_start']} -> {m.get('loadavg_end')}",
+        "",
+    ]
+    lines += corpus_lines(report) if report.sizes else ["corpus: skipped (--no-corpus)", ""]
     if report.one_file is not None:
         one = report.one_file
         text = f"{_s(one.seconds)} s (median of {len(one.runs)})" if one.runs else "FAILED"
@@ -472,6 +531,7 @@ def format_report(report: Report) -> str:
             f"checkov/poolgate = {_ratio(ck['seconds'], ck['poolgate_seconds'])}"
         )
     lines += audit_lines(report)
+    lines += pools_lines(report)
     for r in report.sizes:
         if r.poolgate.error:
             lines.append(f"poolgate scan failed on {r.objects:,} objects: {r.poolgate.error}")
@@ -512,6 +572,35 @@ def audit_lines(report: Report) -> list[str]:
     for a in report.audit:
         if a.audit.error:
             lines.append(f"audit failed on the {a.shape} snapshot: {a.audit.error}")
+    return lines
+
+
+def pools_lines(report: Report) -> list[str]:
+    """The pools x workloads table: one row per count."""
+    if report.pools is None:
+        return ["pools x workloads: skipped (--no-pools)"]
+    header = (
+        f"  {'NodePools':>9} {'MB':>6} {'poolgate s':>11} {'s per 1,000':>12} {'peak RSS MB':>12}"
+    )
+    if report.against is not None:
+        header += f" {'against s':>10} {'this/against':>13}"
+    lines = ["pools x workloads (N GPU NodePools, N Deployments each pinned to one):", header]
+    for p in report.pools:
+        wall, rss = p.poolgate.cells()
+        row = (
+            f"  {p.pools:>9,} {_mb(p.bytes):>6} {wall:>11} "
+            f"{_per(p.poolgate.seconds, p.pools / 1000):>12} {rss:>12}"
+        )
+        if p.against is not None:
+            other, _ = p.against.cells()
+            row += f" {other:>10} {_ratio(p.poolgate.seconds, p.against.seconds):>13}"
+        lines.append(row)
+    if report.against is not None:
+        lines.append(f"  (against: the poolgate of {report.against}, alternating run by run)")
+    for p in report.pools:
+        for name, measured in (("this checkout", p.poolgate), ("against", p.against)):
+            if measured is not None and measured.error:
+                lines.append(f"pools x workloads failed on {p.pools:,} ({name}): {measured.error}")
     return lines
 
 
@@ -564,6 +653,15 @@ def verdicts(report: Report) -> list[str]:
                     else f", peak memory {gib:.2f} GiB = {gib / AUDIT_BUDGET_GIB:.2f}x"
                 )
             )
+    pools = [p for p in report.pools or [] if p.poolgate.seconds]
+    if len(pools) >= 2:
+        smallest, largest = pools[0], pools[-1]
+        growth = (largest.poolgate.seconds or 0) / (smallest.poolgate.seconds or 1)
+        found.append(
+            f"  pools x workloads {smallest.pools:,} -> {largest.pools:,}: seconds "
+            f"x{growth:.2f} for x{largest.pools / smallest.pools:.2f} the objects "
+            "(start-up included; no verdict)"
+        )
     ck = report.checkov
     if ck and ck.get("seconds") and ck.get("poolgate_seconds"):
         judge("vs Checkov on 1,000 objects", ck["seconds"] / ck["poolgate_seconds"], 15, "x", False)
@@ -598,6 +696,10 @@ def to_json(report: Report) -> dict[str, Any]:
         data["one_file_cold"]["median"] = report.one_file_cold.seconds
     for result, raw in zip(report.audit or [], data["audit"] or [], strict=True):
         raw["audit"]["median"] = result.audit.seconds
+    for pools, raw in zip(report.pools or [], data["pools"] or [], strict=True):
+        raw["poolgate"]["median"] = pools.poolgate.seconds
+        if pools.against is not None:
+            raw["against"]["median"] = pools.against.seconds
     return data
 
 
@@ -656,8 +758,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "template with owners absent (the worst case), or both (default)",
     )
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run (default 900)")
+    parser.add_argument(
+        "--pools",
+        type=_sizes,
+        help="pools x workloads counts: N NodePools with N Deployments (default 1000,4000)",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also time the pools x workloads scans with the poolgate of another checkout "
+        "(a directory holding scanner/), alternating with this one",
+    )
+    parser.add_argument("--no-corpus", dest="corpus", action="store_false")
+    parser.add_argument("--no-one-file", dest="one_file", action="store_false")
     parser.add_argument("--no-checkov", dest="checkov", action="store_false")
     parser.add_argument("--no-audit", dest="audit", action="store_false")
+    parser.add_argument("--no-pools", dest="pools_run", action="store_false")
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else FULL_SIZES)
@@ -667,6 +784,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--repeats must be >= 1")
     if args.snapshot is None:
         args.snapshot = QUICK_SNAPSHOT if args.quick else FULL_SNAPSHOT
+    if not args.pools_run:
+        args.pools = []
+    elif args.pools is None:
+        args.pools = list(QUICK_POOLS if args.quick else FULL_POOLS)
+    if args.against is not None:
+        args.against = args.against.resolve()
+        if not (args.against / "scanner" / "__main__.py").is_file():
+            parser.error(f"--against {args.against}: no scanner/__main__.py there")
     if args.keep is not None:
         args.keep = args.keep.resolve()
     return args

@@ -31,7 +31,7 @@ import atheris
 with atheris.instrument_imports(include=["scanner"]):
     from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset
     from scanner.reporters import FORMATS, Report, writer_for
-    from scanner.sources.yamldoc import parse_stream
+    from scanner.sources.yaml.document import parse_stream
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 COMPARE = "--compare" in sys.argv

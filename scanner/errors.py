@@ -1,11 +1,12 @@
 """One exception family. Each error says what went wrong and what to do about it.
 
-``cli.py`` is the only place that maps these to exit codes.
+``scanner.cli`` is the only place that maps these to exit codes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Final
 
 # C0 and C1 controls, DEL, the line and paragraph separators, the bidi controls that
@@ -16,14 +17,29 @@ _UNSAFE: Final = re.compile(
 )
 
 
-def printable(text: str) -> str:
+_COMMAND_START: Final = re.compile(r"^(\s*):(?=:)")
+"""A line a GitHub Actions runner reads as a workflow command: ``::`` after spaces."""
+
+
+def printable(text: str, *, line_start: bool = False) -> str:
     """``text`` with control characters, line breaks and invisible or reordering
     characters escaped (``\\n``, ``\\x1b``). Problems quote keys, values and paths
     from files a pull request wrote: a line break there must not start a line of
     poolgate's own output, where a CI runner reads ``::error ...`` as a command
     (GitHub Actions does, on stdout and stderr). Reports for people escape the same
-    way (``scanner.reporters.text.safe``)."""
-    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+    way (``scanner.reporters.text.safe``). Where ``text`` begins a line
+    (``line_start``), a leading ``::`` is written ``\\x3a:`` for the same reason."""
+    escaped = _UNSAFE.sub(
+        lambda match: match.group().encode("unicode_escape").decode("ascii"), text
+    )
+    return _COMMAND_START.sub(r"\1\\x3a", escaped) if line_start else escaped
+
+
+def printable_lines(text: str) -> str:
+    """``text`` escaped as ``printable`` escapes a line, except that its line breaks
+    (``\\n``) stay: for text of several lines, such as a rule's description, and for
+    all that poolgate prints on its own account (``scanner.console``)."""
+    return "\n".join(printable(line, line_start=True) for line in text.split("\n"))
 
 
 class PoolgateError(Exception):
@@ -31,13 +47,24 @@ class PoolgateError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "", *, lines: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.lines = tuple(lines)
+        """One problem each, shown indented under ``message`` (a rule pack's problems)."""
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        return self._text(str)
+
+    def display(self) -> str:
+        """What the error boundary prints: message, problems and hint each escaped
+        (``printable``), so text quoted from a file or a server cannot start a line."""
+        return self._text(printable)
+
+    def _text(self, escape: Callable[[str], str]) -> str:
+        text = escape(self.message) + "".join(f"\n  {printable(line)}" for line in self.lines)
+        return f"{text} ({escape(self.hint)})" if self.hint else text
 
 
 class UsageError(PoolgateError):
@@ -54,8 +81,7 @@ class RuleLoadError(PoolgateError):
     def __init__(self, problems: list[str]) -> None:
         count = len(problems)
         noun = "problem" if count == 1 else "problems"
-        listed = "\n".join(f"  {printable(p)}" for p in problems)
-        super().__init__(f"{count} rule {noun}:\n{listed}")
+        super().__init__(f"{count} rule {noun}:", lines=problems)
         self.problems = problems
 
 

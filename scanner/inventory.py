@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
+from urllib.parse import quote
 
 Position = tuple[int, int]
 """1-based (line, column)."""
@@ -57,11 +58,40 @@ class Origin:
     line: int = 1
     column: int = 1
     source_type: str = "file"
+    unit: str = ""
+    """The rendered output the object came from (``charts/x (rendered)``), whose
+    ``document_index`` it is, or "" for a file, where ``uri`` says it: the objects
+    applied together. A chart's objects carry their template's ``uri``, and two
+    overlays of one base both carry the base's."""
 
-    def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str]]:
-        """Pickled as its fields (``scanner.findings.Finding.__reduce__``): a helper
-        process gets one with every workload it evaluates (scanner/engine.py)."""
-        return (Origin, (self.uri, self.document_index, self.line, self.column, self.source_type))
+    def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str, str]]:
+        """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``): a helper
+        process gets one with every workload it evaluates (scanner/evaluate/shipping.py)."""
+        return (
+            Origin,
+            (self.uri, self.document_index, self.line, self.column, self.source_type, self.unit),
+        )
+
+    @property
+    def applied_with(self) -> str:
+        """What the object is applied together with: its rendered unit, else its file."""
+        return self.unit or self.uri
+
+
+LIVE: Final = "cluster"
+"""The ``source_type`` of live objects (an audit, a snapshot of one) and of the cluster
+itself (``scanner.model.cluster``)."""
+CLUSTER_SCHEME: Final = "cluster://"
+CLUSTER_SEGMENT: Final = "_cluster"
+"""The path of the cluster itself in its ``cluster://`` URI (``cluster_uri``)."""
+
+
+def cluster_uri(context: str) -> str:
+    """``cluster://<context>/_cluster``: the cluster itself, where findings about the
+    cluster as a whole (the ``cluster`` subject) point. One path segment, so it is
+    never an object's URI (those have two or three, and ``_`` is not allowed in
+    Kubernetes names and namespaces)."""
+    return f"{CLUSTER_SCHEME}{quote(context, safe='')}/{CLUSTER_SEGMENT}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +163,7 @@ class ObjectRef:
     name: str
 
     def __reduce__(self) -> tuple[type[ObjectRef], tuple[str, str, str, str]]:
-        """Pickled as its fields (``scanner.findings.Finding.__reduce__``)."""
+        """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``)."""
         return (ObjectRef, (self.api_version, self.kind, self.namespace, self.name))
 
     @property

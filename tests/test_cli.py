@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_run import poolgate
 
-from scanner.cli import _file_size
+from scanner.cli.scan import file_size as _file_size
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
@@ -297,11 +297,11 @@ def test_sarif_regions_are_the_lines_of_the_offending_fields(tmp_path: Path) -> 
 def test_the_console_entry_point_runs_without_the_cyclic_collector() -> None:
     """``main`` (the ``poolgate`` script) turns the collector off for its one command
     and ends the process with the command's code once its output is flushed
-    (scanner/lifetime.py); ``run``, which library callers and these tests use, leaves
+    (scanner/runtime/teardown.py); ``run``, which library callers and these tests use, leaves
     the collector as it was and holds nothing past the call."""
     probe = (
         "import gc, json, sys\n"
-        "from scanner import cli, lifetime\n"
+        "from scanner import cli\nfrom scanner.runtime import teardown\n"
         "real = cli.run\n"
         "def probe(argv):\n"
         "    real(argv)\n"
@@ -310,8 +310,8 @@ def test_the_console_entry_point_runs_without_the_cyclic_collector() -> None:
         "cli.run = probe\n"
         "gc.enable()\n"
         "real(['--version'])\n"
-        "lifetime.keep(object())\n"
-        "print(json.dumps(['run', gc.isenabled(), lifetime.kept()]))\n"
+        "teardown.keep(object())\n"
+        "print(json.dumps(['run', gc.isenabled(), teardown.kept()]))\n"
         "cli.main(['--version'])\n"
         "print('not reached')\n"
     )

@@ -1,8 +1,9 @@
 """A plain scan imports only what it uses: the pre-commit path pays for every import.
 
 kubernetes (audit), sarif_om (SARIF reports), celpy (the pure-Python CEL engine) and,
-once the rule files are known to pass their schema (scanner/rulecache.py), jsonschema
-stay unimported on a cpp text or json scan.
+once the rule files are known to pass their schema (scanner/ruleset/cache.py), jsonschema
+stay unimported on a cpp text or json scan; so does poolgate's CEL parser once the
+rule cache holds what each rule reads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scanner.cel import cpp_available
 
 REPO = Path(__file__).resolve().parents[1]
 NEVER = ("kubernetes", "sarif_om", "celpy", "jsonschema")
+PARSER = {"scanner.cel.parser", "scanner.cel.syntax", "scanner.cel.walk"}
 
 _PROBE = """
 import json, sys
@@ -28,7 +30,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _scan(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+def _scan(tmp_path: Path, *args: str) -> tuple[int, set[str], set[str]]:
     env = dict(os.environ, POOLGATE_CACHE_DIR=str(tmp_path / "cache"))
     result = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
@@ -40,7 +42,8 @@ def _scan(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     )
     last = result.stdout.strip().splitlines()[-1]
     data = json.loads(last)
-    return data["code"], {name.split(".")[0] for name in data["modules"]}
+    modules = set(data["modules"])
+    return data["code"], {name.split(".")[0] for name in modules}, modules
 
 
 @pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
@@ -54,9 +57,11 @@ def test_scan_imports_no_heavy_optional_modules(tmp_path: Path, fmt: str) -> Non
     out = tmp_path / "report"
     argv = ["scan", str(manifest), "--format", fmt, "--output", str(out), "--fail-on", "never"]
     argv += ["--cel-engine", "cpp"]
-    code, first = _scan(tmp_path, *argv)  # validates the rules and remembers them
+    code, first, parsed = _scan(tmp_path, *argv)  # validates and reads the rules once
     assert code == 0 and out.exists()
-    assert "jsonschema" in first
-    code, second = _scan(tmp_path, *argv)
+    assert "jsonschema" in first and parsed >= PARSER
+    code, second, modules = _scan(tmp_path, *argv)
     assert code == 0
     assert not set(NEVER) & second
+    assert "subprocess" not in second  # no git process without --policy-ref (scanner.config.gitref)
+    assert not PARSER & modules

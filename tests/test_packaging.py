@@ -46,7 +46,7 @@ def test_installed_wheel_finds_its_rules_outside_a_checkout(wheel: Path, tmp_pat
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
     located = subprocess.run(
-        [sys.executable, "-c", "import scanner.rules as r; print(r.bundled_rules_dir())"],
+        [sys.executable, "-c", "import scanner.ruleset.load as r; print(r.bundled_rules_dir())"],
         cwd=workdir, env=env, capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     assert Path(located.stdout.strip()).is_relative_to(target)

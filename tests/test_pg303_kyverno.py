@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from scanner.findings import Finding
+from scanner.findings.records import Finding
 from scanner.inventory import Inventory, KubeObject, LineMap, Origin
 from scanner.kinds import POD_SPEC_PATHS
 from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset

@@ -1,5 +1,5 @@
 """What crosses between processes (a forked evaluation's findings, a helper's
-workloads and answers: scanner/forking.py, scanner/engine.py) is pickled by its
+workloads and answers: scanner/runtime/executors.py, scanner/evaluate/shipping.py) is pickled by its
 fields (``__reduce__``). A field added to one of these classes without being added to
 its ``__reduce__`` would come back as its default, or not at all: every field here
 is set to a value unlike its default, and must survive the round trip."""
@@ -12,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
 from scanner.inventory import LineMap, ObjectRef, Origin
 
 REF = ObjectRef("apps/v1", "Deployment", "team-a", "trainer")
 LOCATION = Location("cluster://prod/team-a/Deployment/trainer", 7, 3, "spec.template.spec")
+ORIGIN = Origin("k8s/train.yaml", 2, 14, 5, "cluster", "charts/train (rendered)")
 SAMPLES: list[Any] = [
     REF,
     LOCATION,
-    Origin("k8s/train.yaml", 2, 14, 5, "cluster"),
+    ORIGIN,
     LineMap({"spec": (3, 1), "spec.replicas": (4, 3)}, "items[2]"),
     Finding(
         "PG201",
@@ -31,6 +32,7 @@ SAMPLES: list[Any] = [
         "cluster",
         Outcome.ERROR,
         Suppression("external", "accepted until the MIG pool exists"),
+        ORIGIN,
     ),
 ]
 

@@ -1,5 +1,5 @@
-"""A workload's activation holds only the fields its rules may read (scanner/engine.py,
-``workload_fields`` in scanner/deferral.py), and the findings do not depend on it.
+"""A workload's activation holds only the fields its rules may read (scanner/evaluate/loop.py,
+``workload_fields`` in scanner/evaluate/optimize/projection.py), and the findings do not depend on it.
 
 cel-expr-python converts a variable whole the first time an expression reads it, so
 converting fields no rule names is wasted time. No cluster is available here: the
@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 
 from benchmarks.snapshot import write_snapshot
-from scanner import audit, engine, pipeline
+from scanner import pipeline
+from scanner.audit import run as audit
 from scanner.cel import cpp_available
-from scanner.deferral import projection, workload_fields
+from scanner.cel.analysis import analyze_rule
+from scanner.evaluate.optimize import projection as projecting
+from scanner.evaluate.optimize.projection import projection, workload_fields
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
 from scanner.sources.files import load_paths
@@ -40,18 +43,24 @@ NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
         ("has(workload.ns.name) && .workload.gpu", {"ns", "gpu"}),
         ("workload.name.startsWith('a')", {"name"}),
         ("[1].map(x, x)", set()),
-        # read whole, or not readable here: every field
+        # read from the parse: keys, raw strings and comments are no obstacle
+        ('"targets" in workload', {"targets"}),
+        ('workload["containers"]', {"containers"}),
+        ('workload.name + r"\\d"', {"name"}),
+        ("workload.name // comment, workload.gpu", {"name"}),
+        ("workload.?name.orValue('') + workload.podSpec.?x.orValue('')", {"name", "podSpec"}),
+        ("[workload].map(workload, workload.gpu)", None),  # the variable whole: a list of it
+        ("[1].map(workload, workload.gpu)", set()),  # a comprehension variable of that name
+        ("[1].map(workload, .workload.gpu)", {"gpu"}),  # .workload is the variable
+        # read whole: every field
         ("size(workload) > 3", None),
-        ('"targets" in workload', None),
-        ('workload["containers"]', None),
         ("workload.all(k, k != '')", None),
         ("[workload].size()", None),
-        ('workload.name + r"\\"', None),
-        ("workload.name // comment", None),
+        ("workload[x]", None),
     ],
 )
 def test_the_fields_a_rule_may_read(source: str, fields: set[str] | None) -> None:
-    found = workload_fields([source])
+    found = workload_fields(analyze_rule((source,)))
     assert found == (None if fields is None else frozenset(fields))
 
 
@@ -65,28 +74,41 @@ def test_the_fields_a_rule_may_read(source: str, fields: set[str] | None) -> Non
         ('["x", "k" in workload.podSpec]', {"podSpec": {"k"}}),
         ('"q" + ("k" in workload.podSpec)', {"podSpec": {"k"}}),
         ("workload.podSpec.containers.all(c, true)", {"podSpec": {"containers"}}),
+        ('workload.podSpec["k"]', {"podSpec": {"k"}}),
+        ('workload.podSpec[?"k"].orValue(1)', {"podSpec": {"k"}}),
+        ('"a\\"b" in workload.podSpec', {"podSpec": {'a"b'}}),
+        ('"k" in .workload.podSpec', {"podSpec": {"k"}}),
+        ("workload.podSpec.containers.exists(c, c.name == '')", {"podSpec": {"containers"}}),
         # the value may be read at any key: whole
         ('x + "k" in workload.podSpec', {"podSpec": None}),  # (x + "k") in ...
         ('a == "k" in workload.podSpec', {"podSpec": None}),  # (a == "k") in ...
         ('"k" in workload.podSpec + x', {"podSpec": None}),
-        ('workload.podSpec["k"]', {"podSpec": None}),
+        ("workload.podSpec[x]", {"podSpec": None}),
         ("size(workload.podSpec)", {"podSpec": None}),
         ("workload.podSpec.all(k, true)", {"podSpec": None}),
-        ('"a\\"b" in workload.podSpec', {"podSpec": None}),
         ("workload.ns.platform && workload.ns == {}", {"ns": None}),
-        ('"k" in .workload.podSpec', {"podSpec": None}),
     ],
 )
 def test_the_keys_of_a_field_a_rule_may_read(source: str, keys: dict[str, set[str] | None]) -> None:
-    found = projection([source])
+    found = projection(analyze_rule((source,)))
     assert found == {
         name: None if wanted is None else frozenset(wanted) for name, wanted in keys.items()
     }
 
 
 def test_fields_of_all_expressions_of_a_rule_add_up() -> None:
-    assert workload_fields(["workload.gpu", "workload.name + ''"]) == {"gpu", "name"}
-    assert workload_fields(["workload.gpu", "size(workload)"]) is None
+    assert workload_fields(analyze_rule(("workload.gpu", "workload.name + ''"))) == {"gpu", "name"}
+    assert workload_fields(analyze_rule(("workload.gpu", "size(workload)"))) is None
+
+
+def test_a_rule_variable_reads_what_its_expression_is_made_of() -> None:
+    """``variables.x`` is followed to the variable's expression: a filter's result is
+    its range's elements, so reading them reads the range."""
+    variables = (("named", "workload.containers.filter(c, c.gpu)"), ("ns", "workload.ns"))
+    rule = analyze_rule(("variables.named.map(c, c.name)", "variables.ns.platform"), variables)
+    assert projection(rule) == {"containers": None, "ns": frozenset({"platform"})}
+    unused = analyze_rule(("true",), (("x", "workload.podSpec.x"),))
+    assert projection(unused) == {"podSpec": frozenset({"x"})}  # evaluated, so read
 
 
 def test_an_activation_holds_only_the_fields_its_rules_name(
@@ -95,7 +117,7 @@ def test_an_activation_holds_only_the_fields_its_rules_name(
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     named = frozenset().union(
         *(
-            workload_fields(program.source for program in engine._programs(rule)) or ()
+            workload_fields(rule.analysis) or ()
             for rule in ruleset.rules
             if rule.doc.subject == "workload"
         )
@@ -178,7 +200,7 @@ def test_findings_do_not_depend_on_the_projection(
         return [(f.rule_id, f.location.uri, f.location.path, f.message) for f in findings]
 
     projected = run()
-    monkeypatch.setattr(engine, "CONVERTING", frozenset())
+    monkeypatch.setattr(projecting, "ENGINES", frozenset())
     all_facts = run()
     assert projected == all_facts
     for rule_id in custom:

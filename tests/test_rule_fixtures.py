@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from scanner import catalog
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.ruletest import FixtureResult, check_file, fixture_files, run
+from scanner.pipeline.fixtures import FixtureResult, check_file, fixture_files, run
+from scanner.ruleset import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"

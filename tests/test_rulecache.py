@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from scanner import rulecache, rules
 from scanner.cel import get_engine
 from scanner.errors import RuleLoadError
+from scanner.ruleset import cache as rulecache
+from scanner.ruleset import load as rules
+from scanner.runtime import cachedir
 
 RULE = """\
 id: PG901
@@ -104,12 +106,93 @@ def test_the_list_is_bounded_and_keeps_the_newest(cache: Path) -> None:
 
 
 def test_garbage_in_the_cache_file_is_ignored(cache: Path) -> None:
-    cache.mkdir()
-    (cache / rulecache.FILE_NAME).write_text("not a digest\n" + "a" * 64 + "\n")
+    """Lines that are no digest are skipped, even in a file that verifies (a file that
+    does not is not read at all: tests/security/test_cache_trust.py)."""
+    cachedir.write(rulecache.FILE_NAME, ("not a digest\n" + "a" * 64 + "\n").encode())
     assert rulecache.load() == ["a" * 64]
 
 
 def test_cache_location_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("POOLGATE_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert rulecache.cache_dir() == tmp_path / "poolgate"
+    assert cachedir.cache_dir() == tmp_path / "poolgate"
+
+
+# --- what each expression reads ----------------------------------------------------------
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text the CEL parser reads, from an empty memory of earlier analyses."""
+    from scanner.cel import analysis, parser
+
+    monkeypatch.setattr(analysis, "_memo", {})
+    monkeypatch.setattr(analysis, "_stored", {})
+    analysis.analyze_rule.cache_clear()
+    seen: list[str] = []
+    real = parser.parse
+
+    def counting(source: str) -> Any:
+        seen.append(source)
+        return real(source)
+
+    monkeypatch.setattr(parser, "parse", counting)
+    return seen
+
+
+def test_a_warm_start_does_not_parse_the_rules(
+    cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scanner.cel import analysis
+
+    engine = get_engine("cpp")
+    first = rules.load_rules([rules.bundled_rules_dir()], engine)
+    assert len(parses) > 50  # every expression, once
+    kept = list(cache.glob("cel-analyses-*"))
+    assert len(kept) == 1
+    readings = {rule.id: rule.analysis for rule in first}
+    parses.clear()
+    monkeypatch.setattr(analysis, "_memo", {})  # a new process
+    analysis.analyze_rule.cache_clear()
+    second = rules.load_rules([rules.bundled_rules_dir()], engine)
+    assert {rule.id: rule.analysis for rule in second} == readings
+    assert parses == []
+
+
+def test_a_changed_rule_is_parsed_and_a_damaged_cache_is_ignored(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scanner.cel import analysis
+
+    directory = _write(tmp_path / "rules", RULE)
+    engine = get_engine("cpp")
+    rules.load_rules([directory], engine)
+    assert parses == ["[]"]
+    _write(directory, RULE.replace('"[]"', '"[] // nothing"'))
+    monkeypatch.setattr(analysis, "_memo", {})
+    rules.load_rules([directory], engine)
+    assert parses == ["[]", "[] // nothing"]
+    [kept] = cache.glob("cel-analyses-*")
+    kept.write_text("{not json")
+    monkeypatch.setattr(analysis, "_memo", {})
+    [rule] = rules.load_rules([directory], engine)
+    assert parses[-1] == "[] // nothing" and len(parses) == 3
+    assert not rule.analysis.reads
+
+
+def test_a_rule_the_parser_cannot_read_is_refused_with_its_position(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engines compiled it, but what it reads cannot be told: refused, not guessed."""
+    from scanner.cel import parser
+
+    directory = _write(tmp_path / "rules", RULE.replace('"[]"', '"[1, 2]"'))
+
+    def refusing(source: str) -> Any:
+        raise parser.ParseError("unexpected '2'", source, 4)
+
+    monkeypatch.setattr(parser, "parse", refusing)
+    with pytest.raises(RuleLoadError) as raised:
+        rules.load_rules([directory], get_engine("cpp"))
+    [problem] = raised.value.problems
+    assert problem.endswith("violations: CEL unexpected '2' (expression line 1, column 5)")

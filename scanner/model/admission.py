@@ -14,10 +14,10 @@
     match named objects only; ``excludeResourceRules`` are applied);
   - ``controllers``: the pod-controller resources it matches on ``CREATE``
     (``deployments.apps``, ``pytorchjobs.kubeflow.org``, ...), sorted;
-  - ``runtimeClass``: an expression of its ``validations`` or ``variables`` reads
-    ``runtimeClassName``;
-  - ``sku``: those expressions read ``nodeSelector`` or ``nodeAffinity`` and name a
-    SKU or pool label key (config ``skuLabel``, ``poolLabels``) as a string literal
+  - ``runtimeClass``: an expression of its ``validations`` or ``variables`` names
+    ``runtimeClassName`` (a field, or a string constant such as a key test);
+  - ``sku``: those expressions name ``nodeSelector`` or ``nodeAffinity`` and a SKU or
+    pool label key (config ``skuLabel``, ``poolLabels``), as a string constant
     (``'sku'``) or a field (``.sku``);
   - ``failurePolicy``: ``Fail`` (the default) or ``Ignore``;
   - ``bindings``: the ValidatingAdmissionPolicyBindings whose ``policyName`` is
@@ -27,23 +27,27 @@
   - ``actions``: the ``validationActions`` of all those bindings, sorted, once each;
   - ``deny``: a binding with ``Deny`` among its actions keeps Pods.
 
-The expressions are read as text, not analysed: a policy that names the field
-is taken to check it. ``matchConditions``, namespace and object selectors, and
-parameters are not judged (a floor usually exempts system namespaces), so a
-label key a policy reads from its params is not recognised.
+The expressions are read through their parse (``scanner.cel.analysis``: the names
+they mention, comments aside), not evaluated: a policy that names the field is taken
+to check it, and one whose CEL does not parse names nothing. ``matchConditions``,
+namespace and object selectors, and parameters are not judged (a floor usually
+exempts system namespaces), so a label key a policy reads from its params is not
+recognised.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scanner.config import Config
+from scanner.cel.analysis import analyze
+from scanner.config.values import Config
+from scanner.errors import CelError
 from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group
+from scanner.kinds.resources import RESOURCES, Resource, find
+from scanner.model.facts import AdmissionFacts
 from scanner.model.index import ObjectIndex
-from scanner.sources.resources import RESOURCES, Resource, find
 
 GROUP = "admissionregistration.k8s.io"
 POLICY = "ValidatingAdmissionPolicy"
@@ -59,7 +63,7 @@ _CONTROLLERS: tuple[Resource, ...] = tuple(
 
 def admission_facts(
     index: ObjectIndex, config: Config, listed: frozenset[tuple[str, str]] | None
-) -> dict[str, Any]:
+) -> AdmissionFacts:
     """``admission`` (see the module docstring). ``listed``: the (group, kind) pairs an
     audit listed to the end; None when the run cannot tell (then presence decides)."""
     policies = [obj for obj in index.kind(POLICY) if api_group(obj.api_version) == GROUP]
@@ -78,11 +82,11 @@ def admission_facts(
 
 
 def _policy_facts(
-    obj: KubeObject, bindings: list[dict[str, Any]], keys: re.Pattern[str] | None
+    obj: KubeObject, bindings: list[dict[str, Any]], keys: frozenset[str]
 ) -> dict[str, Any]:
     spec = as_mapping(obj.body.get("spec"))
     match = spec.get("matchConstraints")
-    text = "\n".join(_expressions(spec))
+    names = _names(_expressions(spec))
     failure = spec.get("failurePolicy")
     bindings.sort(key=lambda item: str(item["name"]))
     actions = sorted({action for binding in bindings for action in binding["actions"]})
@@ -92,10 +96,8 @@ def _policy_facts(
         "controllers": sorted(
             resource.label for resource in _CONTROLLERS if covers(match, resource, inherit=False)
         ),
-        "runtimeClass": "runtimeClassName" in text,
-        "sku": ("nodeSelector" in text or "nodeAffinity" in text)
-        and keys is not None
-        and keys.search(text) is not None,
+        "runtimeClass": "runtimeClassName" in names,
+        "sku": bool({"nodeSelector", "nodeAffinity"} & names and keys & names),
         "failurePolicy": failure if isinstance(failure, str) else "Fail",
         "bindings": bindings,
         "actions": actions,
@@ -155,18 +157,20 @@ def _expressions(spec: Mapping[str, Any]) -> Iterable[str]:
                 yield item["expression"]
 
 
-def _label_keys(config: Config) -> re.Pattern[str] | None:
-    """A label key as a CEL string literal, or as a field when it is an identifier."""
-    alternatives: list[str] = []
-    for key in dict.fromkeys((config.sku_label, *config.pool_labels)):
-        if not key:
+def _names(expressions: Iterable[str]) -> frozenset[str]:
+    """The field names and string constants the expressions mention."""
+    names: set[str] = set()
+    for expression in expressions:
+        try:
+            names |= analyze(expression, keep=False).names
+        except CelError:  # not CEL (a ParseError)
             continue
-        alternatives += [f"'{re.escape(key)}'", f'"{re.escape(key)}"']
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            alternatives.append(rf"\.{key}\b")
-    if not alternatives:
-        return None
-    return re.compile("|".join(alternatives))
+    return frozenset(names)
+
+
+def _label_keys(config: Config) -> frozenset[str]:
+    """The SKU and pool label keys a policy may test."""
+    return frozenset(key for key in (config.sku_label, *config.pool_labels) if key)
 
 
 def _strings(value: object) -> list[str]:

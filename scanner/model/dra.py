@@ -13,11 +13,12 @@ once per run, however many pod templates reference it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from scanner.cel.analysis import analyze
+from scanner.errors import CelError
 from scanner.inventory import KubeObject, join_path
 from scanner.kinds import DEVICE_CLASS_KIND, DRA_GROUP, api_group
 from scanner.model.index import ObjectIndex
@@ -25,17 +26,20 @@ from scanner.model.index import ObjectIndex
 GPU_DEVICE_CLASSES: frozenset[str] = frozenset({"gpu.nvidia.com", "mig.nvidia.com"})
 """DeviceClass names that are GPU classes whether or not the object is in scope."""
 
-_QUOTED_DRIVER = r"""(?:"gpu\.nvidia\.com"|'gpu\.nvidia\.com')"""
-GPU_DRIVER_SELECTOR = re.compile(
-    rf"device\.driver\s*==\s*{_QUOTED_DRIVER}"
-    rf"|{_QUOTED_DRIVER}\s*==\s*device\.driver"
-    rf"|device\.driver\s+in\s*\[[^\]]*{_QUOTED_DRIVER}"
-)
-"""A DeviceClass selector expression that picks devices of the NVIDIA GPU driver.
+GPU_DRIVER: Final = "gpu.nvidia.com"
 
-A string match, not a CEL evaluation: ``device.driver == "gpu.nvidia.com"`` (either
-side), or ``device.driver in [..., "gpu.nvidia.com"]``. ``vfio.gpu.nvidia.com`` and
-``compute-domain.nvidia.com`` are other drivers and do not match."""
+
+def selects_gpu_driver(expression: str) -> bool:
+    """Whether a DeviceClass selector expression picks devices of the NVIDIA GPU driver:
+    it compares ``device.driver`` with ``"gpu.nvidia.com"`` (``==``, either side, or ``in``
+    a list), read from its parse (``scanner.cel.analysis``), not evaluated.
+    ``vfio.gpu.nvidia.com`` and ``compute-domain.nvidia.com`` are other drivers, and
+    an expression that does not parse selects nothing this reading recognises."""
+    try:
+        compared = analyze(expression, keep=False).compared
+    except CelError:  # not CEL (a ParseError)
+        return False
+    return ("device", ("driver",), GPU_DRIVER) in compared
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,7 @@ class DraResolver:
         for _, selector in _enumerate(selectors):
             cel = selector.get("cel")
             expression = cel.get("expression") if isinstance(cel, Mapping) else None
-            if isinstance(expression, str) and GPU_DRIVER_SELECTOR.search(expression):
+            if isinstance(expression, str) and selects_gpu_driver(expression):
                 return True
         return False
 

@@ -25,13 +25,13 @@ Every workload gets ``workload.serviceAccount``:
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import namespace_of
+from scanner.model.wildcards import Dialect, matches
 from scanner.model.workloads import Join, Workload, join_complete
 
 AZURE_CLIENT_ID = "azure.workload.identity/client-id"
@@ -103,9 +103,10 @@ def pod_identity_associations(index: ObjectIndex) -> dict[tuple[str, str], str]:
 
 
 def _listed(key: tuple[str, str], patterns: Sequence[str]) -> bool:
-    """Whether config ``workloadIdentityAccounts`` names ``namespace/name`` (globs)."""
+    """Whether config ``workloadIdentityAccounts`` names ``namespace/name``: globs as
+    ``fnmatch`` reads them, matched without backtracking (``scanner.model.wildcards``)."""
     name = f"{key[0]}/{key[1]}"
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    return any(matches(pattern, name, Dialect.FNMATCH) for pattern in patterns)
 
 
 def service_account_facts(

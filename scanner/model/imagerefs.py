@@ -21,12 +21,18 @@ functions here, written after the projects' own code and tests:
   missing tag is ``:latest``, and a digest reference is ``registry/path@digest``
   (the tag dropped). ``imageReferences`` are wildcards where ``*`` matches any
   run of characters *including* ``/`` and ``?`` exactly one character.
+
+The patterns are the input's, so both are matched by ``scanner.model.wildcards``, which
+never backtracks (a regular expression made of ``*a*a*a*a*a*a*a*a*a*a*!`` took
+minutes on an image of sixty ``a``).
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from scanner.model.wildcards import Dialect, Wildcard, compile_pattern
 
 DOCKER_HUB = "index.docker.io"
 """go-containerregistry's name for Docker Hub (``docker.io`` is an alias of it)."""
@@ -76,20 +82,15 @@ def _sigstore_repository(repository: str) -> str | None:
     return f"{registry}/{path}"
 
 
-@lru_cache(maxsize=1024)
-def _sigstore_glob(glob: str) -> re.Pattern[str] | None:
+@lru_cache(maxsize=4096)
+def _sigstore_glob(glob: str) -> Wildcard | None:
     if glob == "*/*":
         glob = f"{DOCKER_HUB}/*/*"
     elif glob == "*":
         glob = f"{DOCKER_HUB}/library/*"
-    if not _VALID_GLOB.match(glob):
+    if not _VALID_GLOB.fullmatch(glob):  # Go's "$" ends the text; Python's also allows "\n"
         return None
-    parts = []
-    for index, piece in enumerate(glob.split("**")):
-        if index:
-            parts.append(".*")
-        parts.append("[^/]*".join(re.escape(text) for text in piece.split("*")))
-    return re.compile("".join(parts))
+    return compile_pattern(glob, Dialect.SIGSTORE)
 
 
 def sigstore_glob_matches(glob: str, image: str) -> bool:
@@ -98,7 +99,7 @@ def sigstore_glob_matches(glob: str, image: str) -> bool:
     name = sigstore_name(image)
     if pattern is None or name is None:
         return False
-    return bool(pattern.fullmatch(name)) or (name != image and bool(pattern.fullmatch(image)))
+    return pattern.matches(name) or (name != image and pattern.matches(image))
 
 
 @lru_cache(maxsize=4096)
@@ -117,14 +118,11 @@ def kyverno_name(image: str) -> str:
     return f"{repository}:{tag}"
 
 
-@lru_cache(maxsize=1024)
-def _kyverno_pattern(pattern: str) -> re.Pattern[str]:
-    translated = "".join(
-        ".*" if char == "*" else "." if char == "?" else re.escape(char) for char in pattern
-    )
-    return re.compile(translated, re.DOTALL)
-
-
 def kyverno_wildcard_matches(pattern: str, text: str) -> bool:
     """Kyverno's wildcard match: ``*`` any run (``/`` included), ``?`` one character."""
-    return bool(_kyverno_pattern(pattern).fullmatch(text))
+    return _kyverno_pattern(pattern).matches(text)
+
+
+@lru_cache(maxsize=4096)
+def _kyverno_pattern(pattern: str) -> Wildcard:
+    return compile_pattern(pattern, Dialect.KYVERNO)

@@ -5,8 +5,11 @@ pool label present (config ``poolLabels``); a declaration's own name is its pool
 name; GPU nodes without any pool label form the *unpooled* group (name ``""``).
 Workloads are joined to pools once, here, with indexes: each GPU workload gets
 ``targets`` (one entry per GPU pool its node selection admits) and each pool gets
-its ``tenants`` and their trust domains. Cost is workloads x pools, never
-workloads x nodes.
+its ``tenants`` and their trust domains. A selection is checked only against the
+pools whose members carry the labels it requires (``scanner.model.labelindex``), so
+the cost follows the pairs that may match, never workloads x nodes: a selection that
+requires no label (none, or only ``NotIn`` and ``DoesNotExist``) may match every
+pool, and is checked against each, once per distinct selection.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-from scanner.config import Config
-from scanner.inventory import KubeObject, is_mapping
-from scanner.model.selectors import label_value
+from scanner.config.values import Config
+from scanner.inventory import KubeObject
+from scanner.model.facts import NodeFacts, PoolFacts, Tenant, WorkloadFacts
+from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 
@@ -30,12 +34,12 @@ class Pool:
     """A GPU pool; ``obj`` is its first member, where pool findings point by default."""
 
     obj: KubeObject
-    facts: dict[str, Any]
-    members: tuple[tuple[KubeObject, Mapping[str, Any]], ...]
+    facts: PoolFacts
+    members: tuple[tuple[KubeObject, NodeFacts], ...]
 
 
-def build_pools(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
-    grouped: dict[str, list[tuple[KubeObject, dict[str, Any]]]] = {}
+def build_pools(nodes: Sequence[tuple[KubeObject, NodeFacts]]) -> list[Pool]:
+    grouped: dict[str, list[tuple[KubeObject, NodeFacts]]] = {}
     for obj, facts in nodes:
         if not facts["gpu"]:
             continue
@@ -45,10 +49,10 @@ def build_pools(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool
     return [_pool(name, members) for name, members in sorted(grouped.items())]
 
 
-def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
+def _pool(name: str, members: list[tuple[KubeObject, NodeFacts]]) -> Pool:
     modes = sorted({facts["sharing"] for _, facts in members})
     mig_members = [facts for _, facts in members if "mig" in facts["sharing"]]
-    facts: dict[str, Any] = {
+    facts: PoolFacts = {
         "name": name,
         "unpooled": name == "",
         "members": [
@@ -78,11 +82,20 @@ def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
     return Pool(members[0][0], facts, tuple(members))
 
 
-def other_nodes(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
+class Others(NamedTuple):
+    """Nodes or a declaration not known to have GPUs, grouped as pools are."""
+
+    name: str
+    """A pool's name (``""``: unpooled Nodes), or ``Kind/name`` of a declaration."""
+    declaration: bool
+    members: tuple[tuple[KubeObject, NodeFacts], ...]
+
+
+def other_nodes(nodes: Sequence[tuple[KubeObject, NodeFacts]]) -> list[Others]:
     """The Nodes and declarations not known to have GPUs, grouped as pools are (a
     declaration alone, Nodes by pool label, unpooled Nodes together): what a GPU
     workload that selects no GPU pool may select instead (``nonGpuMatches``)."""
-    grouped: dict[tuple[str, str], list[tuple[KubeObject, dict[str, Any]]]] = {}
+    grouped: dict[tuple[str, str], list[tuple[KubeObject, NodeFacts]]] = {}
     for obj, facts in nodes:
         if not facts["gpu"]:
             if facts["source"] == "declaration":
@@ -91,7 +104,7 @@ def other_nodes(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool
                 key = ("pool", str(facts["pool"]))
             grouped.setdefault(key, []).append((obj, facts))
     return [
-        Pool(members[0][0], {"name": name, "declaration": kind == "declaration"}, tuple(members))
+        Others(name, kind == "declaration", tuple(members))
         for (kind, name), members in sorted(grouped.items())
     ]
 
@@ -101,7 +114,8 @@ def attach_targets(
     pools: Sequence[Pool],
     config: Config,
     trust_domain: Mapping[str, str],
-    others: Sequence[Pool] = (),
+    others: Sequence[Others] = (),
+    unfollowed: dict[str, None] | None = None,
 ) -> Join:
     """Give every workload its ``targets`` (none unless it is a GPU workload),
     ``nonGpuMatches`` and ``diagnosis``, and every pool its ``tenants``; a deferred
@@ -114,18 +128,23 @@ def attach_targets(
     another namespace shows its namespace as its trust domain, but a pool's
     ``trustDomains`` count only known ones. Cost stays near linear: workloads with the same node
     selection, tolerations and GPU resource names (the replicas of one controller, the
-    pods of one Job) share one computation, and each pool is matched through its
+    pods of one Job) share one computation, a selection is checked only against the
+    pools a label index says it may reach, and each pool is matched through its
     distinct member classes — members that look the same to the labels the selection
-    names — rather than node by node.
+    names — rather than node by node. A GPU workload whose selection may reach more
+    than ``MAX_REACH`` pools is not followed (``poolsKnown`` false): its
+    ``Kind namespace/name`` goes into ``unfollowed``.
     """
     targeting = _Targeting(pools, config, trust_domain, others)
+    if unfollowed is not None:
+        targeting.unfollowed = unfollowed
     complete = []
     for workload in workloads:
         if workload.deferred is None:
             complete.append(workload)
         else:  # instance facts (INSTANCE_FACTS); the targets come with the rest
             targeting.place(workload.facts)
-    tenants: dict[str, dict[str, dict[str, Any]]] = {pool.facts["name"]: {} for pool in pools}
+    tenants: dict[str, dict[str, Tenant]] = {pool.facts["name"]: {} for pool in pools}
     for workload in complete:
         facts = workload.facts
         targeting.target(facts)
@@ -162,6 +181,15 @@ def attach_targets(
     return join
 
 
+MAX_REACH: Final = 100
+"""GPU pools a workload's node selection is followed to. A selection that may reach
+more (there are more GPU pools than this, and it requires no label that fewer of
+them carry) is not followed: the workload's pools count as unknown (``poolsKnown``
+false, so the rules about its pools do not judge it) and the run says so
+(``Model.unfollowed``), rather than every such workload costing a target per pool,
+in the model and in every rule that reads ``targets``."""
+
+
 class _Targeting:
     """The GPU pools a workload's node selection, tolerations and resource names admit.
 
@@ -175,10 +203,12 @@ class _Targeting:
         pools: Sequence[Pool],
         config: Config,
         trust_domain: Mapping[str, str],
-        others: Sequence[Pool] = (),
+        others: Sequence[Others] = (),
     ) -> None:
         self.known = bool(pools)
         self.indexes = [_PoolIndex(pool) for pool in pools]
+        self.by_label = LabelIndex([[member for _, member in pool.members] for pool in pools])
+        """Which pools a selection may reach, so that it is checked against those only."""
         self.others = others
         self.others_index: _OtherNodes | None = None
         """Built on first use: only a GPU workload that reaches no GPU pool needs it."""
@@ -189,13 +219,28 @@ class _Targeting:
         self.computed: dict[str, list[dict[str, Any]]] = {}
         self.pools = {pool.facts["name"]: pool.facts for pool in pools}
         self.finished = False
+        self.wide = len(pools) > MAX_REACH
+        """Whether a selection may reach more than ``MAX_REACH`` pools at all."""
+        self.unfollowed: dict[str, None] = {}
+        """``Kind namespace/name`` of the GPU workloads not followed (``MAX_REACH``)."""
 
-    def place(self, facts: dict[str, Any]) -> None:
+    def place(self, facts: WorkloadFacts) -> None:
         """Set ``poolsKnown`` and ``trustDomain`` on one workload's facts."""
-        facts["poolsKnown"] = self.known
+        facts["poolsKnown"] = self.known and self._followed(facts)
         facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
 
-    def target(self, facts: dict[str, Any]) -> None:
+    def _followed(self, facts: Mapping[str, Any]) -> bool:
+        """Whether the workload's selection is followed to pools (``MAX_REACH``): from
+        its pod spec alone (an instance fact), so a deferred workload is judged the
+        same before and after it completes."""
+        if not self.wide or not facts["gpu"]:
+            return True
+        if self.by_label.candidates(facts["podSpec"], MAX_REACH) is not None:
+            return True
+        self.unfollowed[f"{facts['kind']} {facts['namespace']}/{facts['name']}"] = None
+        return False
+
+    def target(self, facts: WorkloadFacts) -> None:
         """Set ``poolsKnown``, ``trustDomain``, ``targets`` and ``nonGpuMatches`` on one
         workload's facts."""
         self.place(facts)
@@ -203,16 +248,18 @@ class _Targeting:
         facts["nonGpuMatches"] = []
         # Kueue adds its flavor's node labels and tolerations at admission
         # (scanner/model/queues.py): the template's own placement is not where it runs.
-        if not facts["gpu"] or not self.known or facts.get("queuedPlacement"):
+        if not facts["gpu"] or not facts["poolsKnown"] or facts.get("queuedPlacement"):
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
         key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
         targets = self.computed.get(key)
         if targets is None:
             keys = _selection_keys(facts["podSpec"])
+            candidates = self.by_label.candidates(facts["podSpec"], MAX_REACH)
+            indexes = self.indexes if candidates is None else [self.indexes[i] for i in candidates]
             targets = self.computed[key] = [
                 target
-                for index in self.indexes
+                for index in indexes
                 if (target := _target(facts, requested, index, keys, self.config)) is not None
             ]
             if len(targets) == 1:
@@ -248,46 +295,52 @@ class _Targeting:
             target["shared"] = pool_facts["shared"]
 
 
-def _group_name(group: Mapping[str, Any], obj: KubeObject) -> str:
+def _group_name(group: Others, obj: KubeObject) -> str:
     """How ``nonGpuMatches`` names a group of ``other_nodes`` through its member ``obj``."""
-    if group["declaration"]:
-        return str(group["name"])
-    return f"pool {group['name']}" if group["name"] else f"{obj.kind}/{obj.name}"
+    if group.declaration:
+        return group.name
+    return f"pool {group.name}" if group.name else f"{obj.kind}/{obj.name}"
 
 
 _NAMED: Final = 5
 """At most this many ``nonGpuMatches`` are named."""
 
 _SCAN_LIMIT: Final = 500
-"""Non-GPU Nodes a selection that names no label value (only ``Exists``, ``NotIn``,
-...) is checked against one by one; past that, their names are left out of the
-message rather than the cost growing with selections times nodes."""
+"""Non-GPU Nodes (and declarations) a selection is checked against one by one: those
+carrying a label value it requires, or all of them when it requires none (only
+``NotIn``, ``DoesNotExist``, ...); past that, their names are left out of the message
+rather than the cost growing with selections times nodes."""
 
 
 class _OtherNodes:
-    """``other_nodes`` indexed by label value, so that a selection is checked only
-    against the Nodes carrying a value it requires (``nonGpuMatches``): a thousand pods
-    pinned by ``kubernetes.io/hostname`` to a thousand names cost a lookup each, not a
-    pass over every Node. Declarations (few) are checked one by one."""
+    """``other_nodes`` indexed by label (``LabelIndex``), so that a selection is checked
+    only against the Nodes and declarations carrying a value it requires
+    (``nonGpuMatches``): a thousand pods pinned by ``kubernetes.io/hostname`` to a
+    thousand names cost a lookup each, not a pass over every Node."""
 
-    def __init__(self, groups: Sequence[Pool]) -> None:
-        self.declarations = [group for group in groups if group.facts["declaration"]]
-        self.members: list[tuple[str, KubeObject, Mapping[str, Any]]] = []
-        self.by_label: dict[tuple[str, str], list[int]] = {}
-        for group in groups:
-            if group.facts["declaration"]:
-                continue
-            for obj, member in group.members:
-                position = len(self.members)
-                self.members.append((_group_name(group.facts, obj), obj, member))
-                for label, values in member["labels"].items():
-                    for value in values:
-                        self.by_label.setdefault((label, value), []).append(position)
+    def __init__(self, groups: Sequence[Others]) -> None:
+        self.declarations = [group for group in groups if group.declaration]
+        self.declared = LabelIndex(
+            [[member for _, member in group.members] for group in self.declarations]
+        )
+        self.members = [
+            (_group_name(group, obj), obj, member)
+            for group in groups
+            if not group.declaration
+            for obj, member in group.members
+        ]
+        self.nodes = LabelIndex([[member] for _, _, member in self.members])
 
     def matched(self, pod_spec: Mapping[str, Any]) -> list[str]:
+        found = self.declared.candidates(pod_spec, _SCAN_LIMIT)
+        if found is None:
+            many = len(self.declarations) > _SCAN_LIMIT
+            declarations = [] if many else self.declarations
+        else:
+            declarations = [self.declarations[i] for i in found]
         names = {
-            _group_name(group.facts, group.members[0][0])
-            for group in self.declarations
+            _group_name(group, group.members[0][0])
+            for group in declarations
             if any(
                 selects(pod_spec, member["labels"], declaration=True) for _, member in group.members
             )
@@ -299,37 +352,13 @@ class _OtherNodes:
         return sorted(names)[:_NAMED]
 
     def _candidates(self, pod_spec: Mapping[str, Any]) -> Sequence[int]:
-        """Members that carry a label value every placement requires: the rarest pair
-        of ``nodeSelector``, else the values of one ``In`` expression of each required
-        term; every member when the selection requires no value and there are few."""
-        selector = pod_spec.get("nodeSelector")
-        if isinstance(selector, Mapping) and selector:
-            lists = [self.by_label.get((str(k), label_value(v)), []) for k, v in selector.items()]
-            return min(lists, key=len)
-        terms = required_terms(pod_spec) or []
-        if terms:
-            chosen: set[int] = set()
-            for term in terms:
-                pinned = _first_in(term)
-                if pinned is None:
-                    break
-                label, values = pinned
-                for value in values:
-                    chosen.update(self.by_label.get((label, value), ()))
-            else:
-                return sorted(chosen)
+        """The Nodes that may match: those carrying a label value (or key) the selection
+        requires; every Node when it requires none and there are few; none when either
+        is more than ``_SCAN_LIMIT``."""
+        found = self.nodes.candidates(pod_spec, _SCAN_LIMIT)
+        if found is not None:
+            return found
         return range(len(self.members)) if len(self.members) <= _SCAN_LIMIT else ()
-
-
-def _first_in(term: Mapping[str, Any]) -> tuple[str, list[str]] | None:
-    """The label and values of a term's first ``In`` expression, if it has one."""
-    expressions = term.get("matchExpressions")
-    for expression in expressions if isinstance(expressions, list) else ():
-        if isinstance(expression, Mapping) and expression.get("operator") == "In":
-            values = expression.get("values")
-            if isinstance(values, list):
-                return str(expression.get("key", "")), [label_value(v) for v in values]
-    return None
 
 
 class _PoolIndex:
@@ -399,48 +428,6 @@ def _selection_keys(pod_spec: Mapping[str, Any]) -> frozenset[str]:
             if isinstance(expression, Mapping):
                 keys.add(str(expression.get("key", "")))
     return frozenset(keys)
-
-
-def attach_running(
-    workloads: Sequence[Workload],
-    nodes: Sequence[tuple[KubeObject, dict[str, Any]]],
-    trust_domain: Mapping[str, str],
-) -> None:
-    """Live state: which GPU pods actually run on which shared node (audit, PG201).
-
-    Every GPU Pod bound to a Node (``spec.nodeName``) and not finished gets
-    ``runningNode`` = {name, sharing, shared, trustDomains}, where ``trustDomains`` are
-    those of all GPU pods running on that node. Pods of other workload kinds, and
-    manifests (no ``nodeName``), get an empty ``runningNode``. ``runningShared`` says
-    whether ``runningNode`` is a shared (time-sliced or MPS) node, as a plain flag.
-    """
-    by_name = {facts["name"]: facts for _obj, facts in nodes if facts["source"] == "node"}
-    domains: dict[str, set[str]] = {}
-    placed: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for workload in workloads:
-        facts = workload.facts
-        facts["runningNode"] = {}
-        facts["runningShared"] = False
-        if facts["kind"] != "Pod" or not facts["gpu"]:
-            continue
-        node_name = facts["podSpec"].get("nodeName")
-        status = workload.obj.body.get("status")
-        phase = status.get("phase") if is_mapping(status) else None
-        node = by_name.get(node_name) if isinstance(node_name, str) else None
-        if node is None or phase in ("Succeeded", "Failed"):
-            continue
-        domain = trust_domain.get(facts["namespace"])  # None: the Namespace is not in scope
-        if domain is not None and domain != "platform":
-            domains.setdefault(node["name"], set()).add(domain)
-        placed.append((facts, node))
-    for facts, node in placed:
-        facts["runningNode"] = {
-            "name": node["name"],
-            "sharing": node["sharing"],
-            "shared": node["sharing"] in SHARED_MODES,
-            "trustDomains": sorted(domains.get(node["name"], ())),
-        }
-        facts["runningShared"] = node["sharing"] in SHARED_MODES
 
 
 def diagnose(facts: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, join_path
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import namespace_of

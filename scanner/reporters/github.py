@@ -4,7 +4,8 @@ One command per visible finding::
 
     ::error file=k8s/train.yaml,line=12,col=9,title=PG301 privileged-outside-operator::...
 
-then one per notification, then a plain summary line for the log. Levels map to
+then one per notification, then plain lines for the log: the configuration the
+run used (with its source and SHA-256) and the summary. Levels map to
 ``error``/``warning``/``notice``. Values are escaped as the Actions runner
 unescapes them (``%``, CR and LF in the message; also ``:`` and ``,`` in
 properties), which also keeps text from an untrusted manifest from starting a
@@ -22,18 +23,19 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from scanner.findings import Finding, Level, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.records import Finding, Level, Notification, Outcome
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 from scanner.reporters.text import safe
 
 _COMMANDS = {Level.ERROR: "error", Level.WARNING: "warning", Level.NOTE: "notice"}
 
 
-def write(report: Report, stream: TextIO) -> None:
+def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
     """Write workflow commands for findings and notifications, then a summary line."""
     names = {rule.id: rule.name for rule in report.rules}
-    for finding in report.visible():
+    for finding in display.visible(report.findings):
         stream.write(_finding_command(finding, names.get(finding.rule_id, "")) + "\n")
     for notification in report.notifications:
         stream.write(_notification_command(notification) + "\n")
@@ -42,11 +44,13 @@ def write(report: Report, stream: TextIO) -> None:
         counts,
         files=report.stats.files,
         objects=report.stats.objects,
-        suppressed_shown=report.show_suppressed,
-        skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        suppressed_shown=display.show_suppressed,
+        skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )
+    if report.policy is not None:
+        stream.write(f"poolgate: {safe(report.policy.summary())}\n")
     stream.write(f"poolgate: {summary}\n")
 
 

@@ -7,6 +7,19 @@ findings in the run's deterministic order, indented by 2::
     {
       "version": 1,
       "tool": {"name": "poolgate", "version": "0.1.0"},
+      "config": {                 # the policy the run used; null when not recorded
+        "path": ".poolgate.yaml",           # repository-relative; null: built-in defaults
+        "source": "git-ref",                # git-ref | work-tree | explicit | defaults
+        "ref": "origin/main",               # --policy-ref as given, else null
+        "commit": "<40 hex digits>",        # the commit it named, else null
+        "sha256": "<64 hex digits>",        # of the config file's bytes; null: defaults
+        "ruleFiles": [{"path": "policy/rules/ACME001.yaml", "source": "git-ref",
+                       "sha256": "<64 hex digits>"}],   # user rules; source git-ref | file
+        "baseline": {"path": "poolgate-baseline.json", "source": "git-ref",
+                     "sha256": "<64 hex digits>"},      # or null
+        "workTreeChanges": {"ref": "origin/main", "commit": "<40 hex digits>",
+                            "files": [{"path": "k8s/.poolgate.yaml", "change": "added"}]}
+      },                          # workTreeChanges: null unless a commit was compared
       "summary": {
         "findings": 3,            # violations that are not suppressed
         "errors": 2, "warnings": 1, "notes": 0,
@@ -48,8 +61,8 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
-from scanner.findings import Finding, Notification
-from scanner.reporters import Report
+from scanner.findings.records import Finding, Notification
+from scanner.findings.report import Report
 from scanner.reporters.tally import tally
 
 SHAPE_VERSION = 1
@@ -65,13 +78,13 @@ def write(
     """Write the whole report as one JSON document followed by a newline.
 
     ``states`` (fingerprint -> state) adds a ``drift`` key to those findings, and
-    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/drift.py)
+    ``sections`` add keys after ``notifications``: ``--compare`` (scanner/findings/drift.py)
     writes its report through here too.
 
     The text is exactly ``json.dumps(to_document(report), indent=2,
     ensure_ascii=False)``, but findings are formatted from a template: with
-    ``indent`` the standard library falls back to its pure-Python encoder, which
-    took ~45 µs a finding (8.9 s for the 184,000 findings of a 100,000-pod audit).
+    ``indent`` the standard library falls back to its pure-Python encoder, which is
+    slow at the hundreds of thousands of findings of a large audit.
     They are written ``WRITE_BATCH`` at a time: that audit's findings as one text
     (their dicts, each one's text, the joined text and the whole document) took
     ~3 times the report's size at once.
@@ -161,6 +174,7 @@ def _document(report: Report) -> dict[str, Any]:
     return {
         "version": SHAPE_VERSION,
         "tool": {"name": "poolgate", "version": report.tool_version},
+        "config": report.policy.as_json() if report.policy is not None else None,
         "summary": {
             "findings": counts.findings,
             "errors": counts.errors,

@@ -7,7 +7,7 @@ stream ready for ``kubectl apply --server-side -f``: one ``PolicyReport`` per
 namespace with results, then (always, even empty) one ``ClusterPolicyReport``,
 each valid against the upstream CRD schema (a test validates them against the
 CRDs vendored in ``tests/data/policyreport-crd/``). ``poolgate audit
---publish-reports`` applies the same objects itself (``scanner.publish``).
+--publish-reports`` applies the same objects itself (``scanner.audit.publish``).
 
 How a finding becomes a result (``results[]``)::
 
@@ -60,13 +60,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-from scanner.findings import Finding, Level, Notification, Outcome
-from scanner.inventory import ObjectRef
+from scanner.findings.records import Finding, Level, Notification, Outcome
+from scanner.findings.report import Report
+from scanner.inventory import LIVE, ObjectRef
+from scanner.kinds import CLUSTER_SCOPED, api_group
 from scanner.model import cluster as synthetic
-from scanner.reporters import Report, Writer, blockyaml
-from scanner.ruledoc import RuleDoc
-from scanner.sources.resources import RESOURCES
-from scanner.sources.snapshot import SOURCE_TYPE as LIVE
+from scanner.reporters import Writer, blockyaml
+from scanner.ruleset.docs import RuleDoc
 
 GROUP: Final = "wgpolicyk8s.io"
 VERSION: Final = "v1alpha2"
@@ -92,33 +92,6 @@ _ENVELOPE: Final = 16 * 1024
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 """A valid namespace name (RFC 1123 label)."""
-
-_CLUSTER_SCOPED_BUILT_IN: Final = frozenset(
-    {
-        ("", "Namespace"),
-        ("", "Node"),
-        ("", "PersistentVolume"),
-        ("", "ComponentStatus"),
-        ("apiextensions.k8s.io", "CustomResourceDefinition"),
-        ("apiregistration.k8s.io", "APIService"),
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
-        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
-        ("certificates.k8s.io", "CertificateSigningRequest"),
-        ("certificates.k8s.io", "ClusterTrustBundle"),
-        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-        ("networking.k8s.io", "IngressClass"),
-        ("scheduling.k8s.io", "PriorityClass"),
-        ("storage.k8s.io", "CSIDriver"),
-        ("storage.k8s.io", "CSINode"),
-        ("storage.k8s.io", "StorageClass"),
-        ("storage.k8s.io", "VolumeAttachment"),
-    }
-)
-"""Built-in cluster-scoped kinds the audit does not list, for manifests, which do not
-say their scope (listed kinds take it from ``scanner.sources.resources``)."""
 
 _RESULT_RANK: Final = {"fail": 0, "error": 1, "warn": 2, "skip": 3}
 _SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
@@ -237,13 +210,8 @@ def _is_synthetic(ref: ObjectRef) -> bool:
 
 
 def _cluster_scoped(ref: ObjectRef) -> bool:
-    key = (ref.api_version.rpartition("/")[0], ref.kind)
-    return key in _CLUSTER_SCOPED_BUILT_IN or key in _LISTED_CLUSTER_SCOPED
-
-
-_LISTED_CLUSTER_SCOPED: Final = frozenset(
-    (resource.group, resource.kind) for resource in RESOURCES if not resource.namespaced
-)
+    """Whether a manifest's object is of a cluster-scoped kind (a manifest does not say)."""
+    return (api_group(ref.api_version), ref.kind) in CLUSTER_SCOPED
 
 
 def _result(

@@ -18,6 +18,10 @@ Choices that matter to consumers:
   object identity, field path), so alerts survive edits that only move lines.
 * Suppressed findings stay in the log with ``suppressions``: viewers show them
   as dismissed instead of forgetting them.
+* ``invocations[0].properties`` names the policy the run used and its digests
+  (``poolgateConfig``, the shape of the JSON report's ``config``) and counts the
+  suppressed and baselined findings (``poolgateCounts``); the Action's job summary
+  reads them.
 * A rule that could not be evaluated (outcome ``error``) is not a verdict on the
   manifest, so it is a ``toolExecutionNotification`` tied to its rule, not a
   result; like any error notification it marks the invocation unsuccessful.
@@ -35,9 +39,9 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
-from scanner.findings import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
-from scanner.reporters import Report
-from scanner.ruledoc import HELP_URI, RuleDoc
+from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
+from scanner.findings.report import Report
+from scanner.ruleset.docs import HELP_URI, RuleDoc
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/poolgate/poolgate"
@@ -61,7 +65,7 @@ def write(report: Report, stream: TextIO, *, states: Mapping[str, str] | None = 
     """Write one SARIF log with a single run, indented by 2: exactly
     ``json.dumps(build_log(report), indent=2, ensure_ascii=False)`` and a newline.
     ``states`` (fingerprint -> ``new`` | ``unchanged``) gives those results a
-    ``baselineState``, last (``--compare``, scanner/drift.py).
+    ``baselineState``, last (``--compare``, scanner/findings/drift.py).
 
     The results are built and written ``WRITE_BATCH`` at a time, in their place in
     the log: as one text (their objects, their JSON data and the whole log at once)
@@ -99,7 +103,7 @@ WRITE_BATCH = 1024
 
 
 def _result_text(value: JSON) -> str:
-    """``_dumps(value)`` for a result, ~7x as fast: msgspec's encoder and formatter,
+    """``_dumps(value)`` for a result, and faster: msgspec's encoder and formatter,
     both in C, write exactly the text of ``json.dumps(indent=2, ensure_ascii=False)``
     for JSON without floats (msgspec spells a float its own way, ``1e16`` for
     ``1e+16``, and NaN as ``null``). A result holds none: ``_result`` builds it from a
@@ -121,9 +125,9 @@ def _msgspec_json() -> tuple[Callable[[Any], bytes], Callable[..., bytes]]:
 
 
 def _dumps(value: JSON) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=False)``, exactly, ~3x as fast: with
-    ``indent`` the standard library uses its pure-Python encoder, ~0.13 ms a result
-    (6 s of the 47,902 results of a 100,000-pod audit). Strings are encoded by the
+    """``json.dumps(value, indent=2, ensure_ascii=False)``, exactly, and faster: with
+    ``indent`` the standard library uses its pure-Python encoder, slow at the tens of
+    thousands of results of a large audit. Strings are encoded by the
     standard library's C function, as ``json.dumps`` encodes them."""
     return _indented(value, "\n")
 
@@ -203,6 +207,7 @@ def _log(
         execution_successful=not unread
         and not any(item.level == "error" for item in notifications),
         tool_execution_notifications=notifications or None,
+        properties=_invocation_properties(report),
     )
     run = om.Run(
         tool=om.Tool(driver=driver),
@@ -213,6 +218,18 @@ def _log(
     )
     body = cast(dict[str, Any], _to_json(om.SarifLog(version="2.1.0", runs=[run])))
     return {"$schema": SCHEMA_URI, **body}
+
+
+def _invocation_properties(report: Report) -> dict[str, Any]:
+    """What the results alone do not say: the policy the run used (``poolgateConfig``,
+    the JSON report's ``config``) and how many findings were suppressed (they stay in
+    the log with ``suppressions``) or left out as already in the baseline."""
+    properties: dict[str, Any] = {}
+    if report.policy is not None:
+        properties["poolgateConfig"] = report.policy.as_json()
+    suppressed = sum(1 for finding in report.findings if finding.suppression is not None)
+    properties["poolgateCounts"] = {"suppressed": suppressed, "baselined": report.stats.baselined}
+    return properties
 
 
 def _descriptors(report: Report) -> list[tuple[str, RuleDoc | None]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scanner.findings import Finding, Level, Outcome
+from scanner.findings.records import Finding, Level, Outcome
 
 
 @dataclass(frozen=True, slots=True)

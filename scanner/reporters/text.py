@@ -7,12 +7,16 @@ Layout::
     k8s/train.yaml:30:5 rule-error PG204 could not evaluate: no such key: sku
 
     poolgate: warning: k8s/secret.yaml: cannot read: permission denied
+
+    config: .poolgate.yaml (work tree), sha256 9f86d081...
     1 finding (1 error) in 4 files, 12 objects; 1 rule error (results incomplete)
 
 Findings are grouped under their file so a long run stays scannable, yet each
 line repeats ``uri:line:col`` so editors and terminals can jump to it. Rule
 errors say ``rule-error`` instead of a level: a rule that could not run is not
-a verdict on the manifest. Manifests come from untrusted pull requests, so
+a verdict on the manifest. The line before the summary names the configuration
+the run used, where it came from and its SHA-256 (``scanner.config.provenance``).
+Manifests come from untrusted pull requests, so
 control characters in messages are escaped before they reach a terminal.
 """
 
@@ -21,8 +25,9 @@ from __future__ import annotations
 from typing import TextIO
 
 from scanner.errors import printable
-from scanner.findings import Finding, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.records import Finding, Notification, Outcome
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 
 _RESET = "\x1b[0m"
@@ -36,16 +41,17 @@ _STYLES = {
 }
 
 
-def write(report: Report, stream: TextIO) -> None:
-    """Write findings grouped by file, then notifications, then a one-line summary."""
-    paint = _Paint(report.color)
+def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
+    """Write findings grouped by file, then notifications, the config used and a
+    one-line summary."""
+    paint = _Paint(display.color)
     groups: dict[str, list[Finding]] = {}
-    for finding in report.visible():
+    for finding in display.visible(report.findings):
         groups.setdefault(finding.location.uri, []).append(finding)
     for index, (uri, findings) in enumerate(groups.items()):
         if index:
             stream.write("\n")
-        stream.write(paint("header", safe(uri)) + "\n")
+        stream.write(paint("header", printable(uri, line_start=True)) + "\n")
         for finding in findings:
             stream.write(_finding_line(finding, paint) + "\n")
     if groups and report.notifications:
@@ -54,13 +60,15 @@ def write(report: Report, stream: TextIO) -> None:
         stream.write(_notification_line(notification, paint) + "\n")
     if groups or report.notifications:
         stream.write("\n")
+    if report.policy is not None:
+        stream.write(safe(report.policy.summary()) + "\n")
     counts = tally(report.findings)
     summary = summary_line(
         counts,
         files=report.stats.files,
         objects=report.stats.objects,
-        suppressed_shown=report.show_suppressed,
-        skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        suppressed_shown=display.show_suppressed,
+        skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )
@@ -71,7 +79,8 @@ def write(report: Report, stream: TextIO) -> None:
 def _finding_line(finding: Finding, paint: _Paint) -> str:
     where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
-    line = f"{safe(where)} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
+    where = printable(where, line_start=True)  # a file named ::error ... starts the line
+    line = f"{where} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
     if finding.suppression is not None:
         note = f"[suppressed {finding.suppression.kind}: {finding.suppression.justification}]"
         line += " " + paint("suppressed", safe(note))

@@ -3,7 +3,7 @@ answer: the raw body decoded into plain dicts, a ``Status`` body's message, the
 ``Retry-After`` header, and transport failures in one line (``scanner.sources.cluster``
 pages, retries and reports).
 
-The body is decoded by ``scanner.sources.numbers`` (integers past int64 read as the
+The body is decoded by ``scanner.sources.yaml.numbers`` (integers past int64 read as the
 API server holds them), never into the client's typed models.
 """
 
@@ -15,7 +15,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scanner.sources import numbers, surrogates
+from scanner.sources.yaml import numbers, surrogates
 
 
 class TransportFailed(Exception):
@@ -34,7 +34,7 @@ def raw_get(
     """(status, body, headers) of one GET through the client's own HTTP layer and auth.
 
     Nothing is decoded into the client's typed models, and none of its generated
-    API classes are imported (``CoreV1Api`` alone takes five seconds to import).
+    API classes are imported (``CoreV1Api`` alone is slow to import).
     kubernetes >= 33 builds requests with ``param_serialize`` and never raises on a
     status; older clients raise ``ApiException`` for anything but 2xx.
     """

@@ -36,7 +36,7 @@ from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import jsonprobe, parallel
 from scanner.sources.rendered import MARKER_FILES, find_enclosing, read_markers, repository_of
-from scanner.sources.yamldoc import STDIN_URI, collector_paused, parse_stream
+from scanner.sources.yaml.document import STDIN_URI, collector_paused, parse_stream
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
@@ -235,6 +235,21 @@ def _read(path: Path, max_file_size: int) -> str:
         raise _Unreadable(_not_utf8(error, data), data.count(b"\n", 0, error.start) + 1) from error
 
 
+def rendered_directory_files(
+    directory: Path,
+    repo_root: Path,
+    inventory: Inventory,
+    nested: list[Path],
+    excluded: Excluded = NOTHING_EXCLUDED,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+) -> list[Path]:
+    """The manifest files a walk of the rendered ``directory`` finds, as if it were a
+    plain directory; rendered directories below it go to ``nested`` instead of being
+    walked. (A kustomization's files that its build does not name are scanned as plain
+    manifests: ``kustomize.plain_files``.)"""
+    return _walk(directory, repo_root, inventory, nested, excluded, max_file_size, plain_top=True)
+
+
 def _walk(
     top: Path,
     repo_root: Path,
@@ -242,8 +257,13 @@ def _walk(
     render_roots: list[Path] | None = None,
     excluded: Excluded = NOTHING_EXCLUDED,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    *,
+    plain_top: bool = False,
 ) -> list[Path]:
-    """Manifest files under ``top`` in a stable order (sorted by path components)."""
+    """Manifest files under ``top`` in a stable order (sorted by path components).
+
+    ``plain_top``: ``top`` itself is walked even when it is rendered.
+    """
     allowed = [Path(os.path.realpath(top)), Path(os.path.realpath(find_repo_root(top, repo_root)))]
     found: list[Path] = []
     pending = [top]
@@ -262,7 +282,7 @@ def _walk(
             if not names.isdisjoint(MARKER_FILES):
                 markers = read_markers(directory, names)
                 _report_markers(markers.broken, repo_root, inventory)
-                if markers.kind is not None:
+                if markers.kind is not None and not (plain_top and directory == top):
                     render_roots.append(directory)
                     continue
                 reported = {path for path, _ in markers.broken}

@@ -1,9 +1,15 @@
 """Helm charts: render with ``helm template``, map each object back to its template.
 
-One ``helm template <release> <chart> --namespace <ns> [--values F]... [--set K=V]...``
-per chart, never ``--post-renderer``, with ``HELM_PLUGINS`` (and Helm's cache,
-config and data homes) pointed at an empty temporary directory so no plugin or
-repository setting of the machine takes part. The release name is the chart
+Before Helm starts, the chart is checked (``helmcheck.py``): a dependency that is not
+vendored in ``charts/``, a ``values.schema.json`` reference that leaves the schema, or
+a symbolic link out of the chart refuses the render, one error notification each.
+Then one ``helm template <release> <copy> --namespace <ns> [--values F]... [--set
+K=V]...`` per chart, on a private copy of the chart (its regular files, no ``.git``),
+never with ``--post-renderer``, ``--dependency-update`` or ``--enable-dns``, in a
+sandbox (``sandbox.py``: no git or plugin binaries on PATH, a short list of
+environment variables, no network where the platform allows) with ``HELM_PLUGINS``
+(and Helm's cache, config and data homes) empty directories and ``HELM_NO_PLUGINS``
+set, so no plugin or repository setting takes part. The release name is the chart
 directory's name, made a valid release name. Without ``helm`` on PATH the chart is
 reported as not rendered (the run is incomplete) and the scan goes on.
 
@@ -36,13 +42,13 @@ from pathlib import Path
 from typing import Final
 
 from scanner.inventory import Inventory, KubeObject, ReadError
+from scanner.kinds.resources import RESOURCES
+from scanner.sources import helmcheck, sandbox
 from scanner.sources.rendered import (
     CHART_FILE,
     RenderFailed,
     RenderOptions,
     SourceSpot,
-    isolated_env,
-    link_escapes,
     not_installed,
     remap,
     repo_uri,
@@ -50,8 +56,7 @@ from scanner.sources.rendered import (
     scratch_dir,
     which,
 )
-from scanner.sources.resources import RESOURCES
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 INSTALL_URL: Final = "https://helm.sh/docs/intro/install/"
 SOURCE_TYPE: Final = "helm"
@@ -64,27 +69,42 @@ _RELEASE_CHARS = re.compile(r"[^a-z0-9-]+")
 
 
 def render(chart: Path, repo_root: Path, options: RenderOptions) -> Inventory:
-    """Render one chart directory; problems become a ``ReadError`` on the chart."""
+    """Check and render one chart directory; problems become a ``ReadError`` on the chart."""
     uri = repo_uri(chart, repo_root)
+    refused = [
+        ReadError(
+            repo_uri(problem.path, repo_root),
+            f"Helm chart {uri} not rendered: {problem.message}",
+            problem.line,
+        )
+        for problem in helmcheck.problems(chart)
+    ]
+    if refused:
+        return Inventory(read_errors=refused)
     helm = which("helm")
     if helm is None:
         return Inventory(read_errors=[not_installed(uri, "Helm chart", "`helm`", INSTALL_URL)])
-    escaped = link_escapes(chart, repo_root)
-    if escaped is not None:
-        where = repo_uri(escaped, repo_root)
-        message = f"Helm chart not rendered: symbolic link {where} points outside the repository"
-        return Inventory(read_errors=[ReadError(uri, message)])
     with scratch_dir() as scratch:
+        real_scratch = Path(os.path.realpath(scratch))
+        copy = real_scratch / "chart" / Path(os.path.abspath(chart)).name
+        copy.parent.mkdir()
         homes = {
-            name: os.path.join(scratch, name.lower())
+            name: str(real_scratch / name.lower())
             for name in ("HELM_PLUGINS", "HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")
         }
         for path in homes.values():
             os.mkdir(path)
         try:
-            text = run_tool(
-                command(helm, chart, options), isolated_env(homes), chart, options.timeout
+            helmcheck.private_copy(chart, copy)
+            argv, env = sandbox.prepare(
+                helm,
+                command(helm, copy, options, release_name(chart))[1:],
+                real_scratch,
+                {**homes, "HELM_NO_PLUGINS": "1"},
             )
+            text = run_tool(argv, env, copy, options.timeout)
+        except helmcheck.Refused as error:
+            return Inventory(read_errors=[ReadError(uri, f"Helm chart not rendered: {error}")])
         except RenderFailed as error:
             message = f"Helm chart not rendered: helm template failed: {error}"
             return Inventory(read_errors=[ReadError(uri, message)])
@@ -113,12 +133,18 @@ def placed(inventory: Inventory, namespace: str) -> Inventory:
     return inventory
 
 
-def command(helm: str, chart: Path, options: RenderOptions) -> list[str]:
-    """The ``helm template`` command line (values files made absolute: cwd is the chart)."""
+def command(
+    helm: str, chart: Path, options: RenderOptions, release: str | None = None
+) -> list[str]:
+    """The ``helm template`` command line (values files made absolute: cwd is the chart).
+
+    ``release`` defaults to ``release_name(chart)``; a private copy keeps the name of
+    the chart it copies.
+    """
     argv = [
         helm,
         "template",
-        release_name(chart),
+        release or release_name(chart),
         os.path.abspath(chart),
         "--namespace",
         options.helm_namespace,

@@ -35,7 +35,7 @@ import os
 import re
 from typing import Any, BinaryIO, Final
 
-from scanner.sources.yamldoc import may_hold_objects
+from scanner.sources.yaml.document import may_hold_objects
 
 _KEY: Final = b"piVersion"
 _ESCAPES: Final = re.compile(

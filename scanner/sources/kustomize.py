@@ -1,11 +1,23 @@
 """Kustomizations: render with ``kustomize build`` (or ``kubectl kustomize``).
 
-One build per kustomization directory, with no ``--enable-exec``,
-``--enable-alpha-plugins`` or ``--enable-helm`` and ``KUSTOMIZE_PLUGIN_HOME``
-pointed at an empty directory, so nothing from the scanned tree is executed.
-``kustomize`` is preferred; ``kubectl kustomize`` (the same engine, built into
-kubectl) is used when only kubectl is on PATH. Without either, the directory is
-reported as not rendered (the run is incomplete) and the scan goes on.
+Before anything runs, the kustomization and every one it builds in are checked
+(``kustomization.py``): a remote base, a URL, an absolute path, a path out of the
+repository or into its ``.git``, a plugin or Helm field, or a key poolgate does not
+know refuses the build, one error notification per problem at its line. Then one
+build per kustomization directory, with no ``--enable-exec``,
+``--enable-alpha-plugins`` or ``--enable-helm``, ``KUSTOMIZE_PLUGIN_HOME`` an empty
+directory, and the tool in a sandbox (``sandbox.py``: no git on its PATH, a short
+list of environment variables, no network where the platform allows). ``kustomize``
+is preferred; ``kubectl kustomize`` (the same engine, built into kubectl) is used when
+only kubectl is on PATH.
+
+Nothing hides. ``kubectl apply -R -f DIR`` would apply every manifest file of the
+directory, and ``kustomize build`` only those a field names: a file of the directory
+(or of a base below it) that the build does not name is scanned as a plain manifest,
+with a warning naming it. A kustomization that is not rendered (refused, failed, no
+tool) has its files scanned as plain manifests too, except those it names as data
+(patches, generator sources): the run is then incomplete. Charts and kustomizations
+below the directory that the build does not reach are rendered on their own.
 
 Mapping back to files. The build runs on a temporary wrapper kustomization whose
 only resource is the scanned directory and which asks for Kustomize's
@@ -19,8 +31,8 @@ would print it, and points each object at its resource file:
   field's own line in the file, or at the nearest enclosing field the file has
   (a field an overlay patched in points at its parent in the base);
 * objects made by a generator (``configMapGenerator``) point at line 1 of the
-  kustomization that configures them, as do objects from remote bases and
-  objects that cannot be found in their file.
+  kustomization that configures them, as do objects that cannot be found in their
+  file.
 """
 
 from __future__ import annotations
@@ -28,147 +40,183 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
-from scanner.inventory import Inventory, KubeObject, ReadError
+from scanner.inventory import Inventory, KubeObject, ReadError, SourceWarning
+from scanner.sources import kustomization, sandbox
 from scanner.sources.rendered import (
     KUSTOMIZATION_FILES,
+    KUSTOMIZE,
     RenderFailed,
     RenderOptions,
     SourceSpot,
-    isolated_env,
+    directory_kind,
     link_escapes,
     not_installed,
     remap,
     repo_uri,
-    repository_of,
     run_tool,
     scratch_dir,
     which,
 )
-from scanner.sources.yamldoc import parse_plain, parse_stream
+from scanner.sources.yaml.document import parse_stream
+
+if TYPE_CHECKING:
+    from scanner.sources.files import Excluded
 
 INSTALL_URL: Final = "https://kubectl.docs.kubernetes.io/installation/kustomize/"
 SOURCE_TYPE: Final = "kustomize"
 ORIGIN_ANNOTATION: Final = "config.kubernetes.io/origin"
 WRAPPER_DIR: Final = "wrapper"
+MAX_REFUSALS: Final = 20
+"""Refusals reported for one kustomization; more are counted in one last line."""
+SCANNED_PLAIN: Final = "its files were scanned as plain manifests"
 
 
-def render(directory: Path, repo_root: Path, options: RenderOptions) -> Inventory:
-    """Build one kustomization directory; problems become a ``ReadError`` on it."""
+@dataclass(slots=True)
+class Session:
+    """What the kustomization renders of one scan share."""
+
+    max_file_size: int
+    excluded: Excluded
+    """What the scan never reads as a manifest (``files.Excluded``: config files)."""
+    parsed: dict[Path, kustomization.Parsed] = field(default_factory=dict)
+    """Kustomization files read so far (overlays share their bases)."""
+    plain: set[Path] = field(default_factory=set)
+    """Files already scanned as plain manifests (real paths): each once."""
+    nested: list[Path] = field(default_factory=list)
+    """Charts and kustomizations found inside a rendered directory, to render on their own."""
+
+
+def render(directory: Path, repo_root: Path, options: RenderOptions, session: Session) -> Inventory:
+    """Check and build one kustomization directory, then scan the files it leaves out.
+
+    Problems become error notifications (``ReadError``) on the kustomization; see the
+    module docstring for what is scanned when it is not rendered.
+    """
     uri = repo_uri(directory, repo_root)
-    tool = which("kustomize", "kubectl")
-    if tool is None:
-        return Inventory(
-            read_errors=[
-                not_installed(uri, "Kustomization", "`kustomize` (or `kubectl`)", INSTALL_URL)
-            ]
-        )
+    build = kustomization.check(directory, repo_root, session.parsed)
+    problems = refusal_errors(build, uri, repo_root)
     escaped = link_escapes(directory, repo_root)
     if escaped is not None:
         where = repo_uri(escaped, repo_root)
         message = f"Kustomization not rendered: symbolic link {where} points outside the repository"
-        return Inventory(read_errors=[ReadError(uri, message)])
-    outside = reference_outside(directory, repo_root)
-    if outside is not None:
-        kustomization, entry = outside
-        message = (
-            f"Kustomization not rendered: {repo_uri(kustomization, repo_root)} refers to "
-            f"{json.dumps(entry)}, outside the repository"
+        problems.append(ReadError(uri, message))
+    if problems:
+        inventory, rendered = Inventory(read_errors=problems), False
+    else:
+        inventory, rendered = _render_checked(directory, repo_root, options)
+    inventory.extend(plain_files(directory, repo_root, build, session, rendered=rendered))
+    return inventory
+
+
+def _render_checked(
+    directory: Path, repo_root: Path, options: RenderOptions
+) -> tuple[Inventory, bool]:
+    """Build a kustomization the checks passed: its objects, or why not; whether it built."""
+    uri = repo_uri(directory, repo_root)
+    tool = which("kustomize", "kubectl")
+    if tool is None:
+        tools = "`kustomize` (or `kubectl`)"
+        error = not_installed(uri, "Kustomization", tools, INSTALL_URL, SCANNED_PLAIN)
+        return Inventory(read_errors=[error]), False
+    try:
+        return _build(tool, directory, repo_root, options), True
+    except RenderFailed as error:
+        message = f"Kustomization not rendered: kustomize build failed: {error}"
+        return Inventory(read_errors=[ReadError(uri, message)]), False
+
+
+def refusal_errors(build: kustomization.Build, uri: str, repo_root: Path) -> list[ReadError]:
+    """One error notification per refusal, at the kustomization file and line; capped."""
+    errors = [
+        ReadError(
+            repo_uri(refusal.file, repo_root),
+            kustomization.describe(refusal, uri),
+            refusal.line,
         )
-        return Inventory(read_errors=[ReadError(uri, message)])
+        for refusal in build.refusals[:MAX_REFUSALS]
+    ]
+    more = len(build.refusals) - MAX_REFUSALS
+    if more > 0:
+        errors.append(ReadError(uri, f"Kustomization {uri} not rendered: {more} more problems"))
+    return errors
+
+
+def _build(tool: str, directory: Path, repo_root: Path, options: RenderOptions) -> Inventory:
+    """Run the build through the wrapper in a sandbox; ``RenderFailed`` if it fails."""
     with scratch_dir() as scratch:
-        real_scratch = os.path.realpath(scratch)
-        wrapper = Path(real_scratch, WRAPPER_DIR)
-        plugins = Path(real_scratch, "plugins")
+        real_scratch = Path(os.path.realpath(scratch))
+        wrapper = real_scratch / WRAPPER_DIR
+        plugins = real_scratch / "plugins"
         wrapper.mkdir()
         plugins.mkdir()
         (wrapper / "kustomization.yaml").write_text(wrapper_kustomization(directory, wrapper))
-        argv = (
-            [tool, "kustomize", str(wrapper)]
-            if Path(tool).name.startswith("kubectl")
-            else [tool, "build", str(wrapper)]
+        verb = "kustomize" if Path(tool).name.startswith("kubectl") else "build"
+        argv, env = sandbox.prepare(
+            tool, [verb, str(wrapper)], real_scratch, {"KUSTOMIZE_PLUGIN_HOME": str(plugins)}
         )
-        env = isolated_env({"KUSTOMIZE_PLUGIN_HOME": str(plugins)})
-        try:
-            text = run_tool(argv, env, directory, options.timeout)
-        except RenderFailed as error:
-            message = f"Kustomization not rendered: kustomize build failed: {error}"
-            return Inventory(read_errors=[ReadError(uri, message)])
+        text = run_tool(argv, env, directory, options.timeout)
     return map_output(text, wrapper, directory, repo_root)
 
 
-REFERENCE_KEYS: Final = (
-    "resources",
-    "bases",
-    "components",
-    "generators",
-    "transformers",
-    "validators",
-)
-"""Kustomization fields naming other kustomizations (or files) that are built in."""
+def plain_files(
+    directory: Path,
+    repo_root: Path,
+    build: kustomization.Build,
+    session: Session,
+    *,
+    rendered: bool,
+) -> Inventory:
+    """The manifest files under ``directory`` that its build does not show, as plain
+    manifests (``kubectl apply -R -f`` would apply them).
 
-_REMOTE: Final = ("github.com/", "gitlab.com/", "bitbucket.org/", "git@", "gh:")
-_KUSTOMIZATION_LIMIT: Final = 1024 * 1024
+    Rendered: the files no field of the build names, each with a warning; the
+    kustomizations below that the build reaches are walked the same way, other
+    charts and kustomizations below go to ``session.nested``. Not rendered: every
+    file except the data the kustomization names (patches, generator sources), and
+    everything rendered below goes to ``session.nested``.
+    """
+    from scanner.sources.files import load_files, rendered_directory_files
 
-
-def reference_outside(directory: Path, repo_root: Path) -> tuple[Path, str] | None:
-    """A local resource, base or component of the kustomization in ``directory``, or of
-    one it builds in (recursively), that lies outside the repository: the file naming
-    it and the entry as written. Kustomize keeps files a kustomization loads under its
-    own directory, but follows ``../`` to other kustomizations anywhere, and a pull
-    request must not build files of the machine into the scan. Remote bases (URLs with
-    no such path on disk) are left to kustomize; an unreadable kustomization to its
-    error."""
-    root = Path(os.path.realpath(repository_of(directory, repo_root)))
-    pending = [Path(os.path.realpath(directory))]
-    seen: set[Path] = set()
+    inventory = Inventory()
+    left_out = build.inputs | (build.objects if rendered else set())
+    kustomization_uri = repo_uri(_kustomization_file(directory), repo_root)
+    pending = [directory]
     while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        file = _kustomization_file(current)
-        entries = _references(file) if file != current else []
-        for entry in entries:
-            local = current / entry
-            # Kustomize loads what exists on disk, whatever it looks like
-            # ("github.com/../../x" beside a github.com/ directory); only the rest
-            # may be fetched.
-            if not os.path.lexists(local) and ("://" in entry or entry.startswith(_REMOTE)):
+        nested: list[Path] = []
+        listed = rendered_directory_files(
+            pending.pop(), repo_root, inventory, nested, session.excluded, session.max_file_size
+        )
+        for file in listed:
+            real = Path(os.path.realpath(file))
+            if file.name in KUSTOMIZATION_FILES or real in left_out or real in session.plain:
                 continue
-            target = Path(os.path.realpath(local))
-            if target != root and root not in target.parents:
-                return file, entry
-            if target.is_dir():
-                pending.append(target)
-    return None
+            session.plain.add(real)
+            uri = repo_uri(file, repo_root)
+            loaded = load_files([(file, uri)], session.max_file_size)
+            if rendered and (loaded.objects or loaded.invalid):
+                loaded.warnings.append(SourceWarning(uri, not_built(kustomization_uri)))
+            inventory.extend(loaded)
+        for below in nested:
+            reached = Path(os.path.realpath(below)) in build.directories
+            if rendered and reached and directory_kind(below) == KUSTOMIZE:
+                pending.append(below)
+            else:
+                session.nested.append(below)
+    return inventory
 
 
-def _references(file: Path) -> list[str]:
-    try:
-        with open(file, "rb") as handle:
-            data = handle.read(_KUSTOMIZATION_LIMIT + 1)
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if len(data) > _KUSTOMIZATION_LIMIT:
-        return []
-    documents, _ = parse_plain(text)  # as manifests are read: no tag honoured, bounded
-    document = documents[0][0] if documents else None
-    if not isinstance(document, Mapping):
-        return []
-    return [
-        entry
-        for key in REFERENCE_KEYS
-        if isinstance(document.get(key), list)
-        for entry in document[key]
-        if isinstance(entry, str) and entry
-    ]
+def not_built(kustomization_uri: str) -> str:
+    """The warning on a manifest file that a rendered kustomization leaves out."""
+    return (
+        f"not named by {kustomization_uri} or the kustomizations it builds in: scanned as "
+        "a plain manifest (`kubectl apply -R -f` would apply it)"
+    )
 
 
 def wrapper_kustomization(directory: Path, wrapper: Path) -> str:

@@ -8,7 +8,7 @@ read errors, notes) and they join the inventory after this process's own, so the
 order, and every finding, is exactly what a one-process load gives.
 
 The split is by bytes, the child taking a little less (it also pickles what it
-parsed). The fork and its fallbacks are ``scanner.forking``'s: anything that goes
+parsed). The fork and its fallbacks are ``scanner.runtime.executors``'s: anything that goes
 wrong in the child only costs the time, and ``POOLGATE_JOBS=1`` turns it off.
 """
 
@@ -19,8 +19,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Final
 
-from scanner import forking
 from scanner.inventory import Inventory
+from scanner.runtime import executors as forking
 
 MIN_FILES: Final = 32
 MIN_BYTES: Final = 1 * 1024 * 1024

@@ -48,6 +48,8 @@ _MESSAGE_LIMIT: Final = 300
 # without charts (the pre-commit path) should not pay for them at start-up.
 if TYPE_CHECKING:
     import tempfile
+
+    from scanner.sources.files import Excluded
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "[^"]*" err="(.*)"$')
 
 
@@ -199,17 +201,42 @@ def enclosing_root(file: Path, repo_root: Path) -> Path | None:
     return find_enclosing(file, repo_root).root
 
 
-def render_directories(roots: Sequence[Path], repo_root: Path, options: RenderOptions) -> Inventory:
-    """Render every chart and kustomization in ``roots`` (each once) into one inventory."""
-    from scanner.sources import helm, kustomize
+def render_directories(
+    roots: Sequence[Path],
+    repo_root: Path,
+    options: RenderOptions,
+    *,
+    max_file_size: int | None = None,
+    excluded: Excluded | None = None,
+) -> Inventory:
+    """Render every chart and kustomization in ``roots`` (each once) into one inventory.
 
+    Rendering a kustomization may find more charts and kustomizations inside its
+    directory that its build does not reach; they are rendered here too.
+    ``max_file_size`` bounds the files a kustomization's directory has scanned as
+    plain manifests (``kustomize.plain_files``), and ``excluded`` names the files
+    never read as manifests there (as in a walk).
+    """
+    from scanner.sources import helm, kustomize
+    from scanner.sources.files import DEFAULT_MAX_FILE_SIZE, NOTHING_EXCLUDED
+
+    limit = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
+    session = kustomize.Session(limit, excluded or NOTHING_EXCLUDED)
     inventory = Inventory()
-    for root in dict.fromkeys(Path(os.path.abspath(path)) for path in roots):
+    pending = list(dict.fromkeys(Path(os.path.abspath(path)) for path in roots))
+    done: set[Path] = set()
+    while pending:
+        root = pending.pop(0)
+        if root in done:
+            continue
+        done.add(root)
         kind = directory_kind(root)
         if kind == HELM:
             inventory.extend(helm.render(root, repo_root, options))
         elif kind == KUSTOMIZE:
-            inventory.extend(kustomize.render(root, repo_root, options))
+            inventory.extend(kustomize.render(root, repo_root, options, session))
+            pending.extend(Path(os.path.abspath(path)) for path in session.nested)
+            session.nested.clear()
     return inventory
 
 
@@ -228,11 +255,15 @@ def repo_uri(path: Path, repo_root: Path) -> str:
     return path_uri(absolute.as_posix())
 
 
-def not_installed(uri: str, what: str, tools: str, install_url: str) -> ReadError:
-    """The notification for a directory that cannot be rendered here; the run is incomplete."""
+def not_installed(
+    uri: str, what: str, tools: str, install_url: str, scanned: str = "scanned nothing in it"
+) -> ReadError:
+    """The notification for a directory that cannot be rendered here; the run is incomplete.
+
+    ``scanned`` says what was scanned instead.
+    """
     return ReadError(
-        uri,
-        f"{what} not rendered: {tools} is not installed ({install_url}); scanned nothing in it",
+        uri, f"{what} not rendered: {tools} is not installed ({install_url}); {scanned}"
     )
 
 
@@ -292,17 +323,6 @@ def _last_line(stderr: bytes) -> str:
     return text[:head] + " … " + text[-(_MESSAGE_LIMIT - head - 3) :]
 
 
-def isolated_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment for a renderer: ours, minus what could load plugins, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("HELM_", "KUSTOMIZE_"))
-    }
-    env.update(extra)
-    return env
-
-
 def which(*names: str) -> str | None:
     """The first of ``names`` found on PATH (absolute path), or ``None``."""
     import shutil
@@ -359,6 +379,7 @@ def remap(
 
     ``spot_for(obj, rendered_line)`` names the source file and line of an object (or,
     for an invalid document without an object, of the rendered line it starts on).
+    Each keeps the rendered stream's URI as its ``unit``: what was applied together.
     ``files`` counts the distinct source files that produced something.
     """
     result = Inventory(skipped=rendered.skipped, read_errors=list(rendered.read_errors))
@@ -367,7 +388,12 @@ def remap(
     for obj in rendered.objects:
         spot = spot_for(obj, obj.origin.line)
         origin = replace(
-            obj.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+            obj.origin,
+            uri=spot.uri,
+            line=spot.line,
+            column=1,
+            source_type=source_type,
+            unit=obj.origin.uri,
         )
         lines = spot.lines if spot.lines is not None else LineMap(positions={})
         moved = replace(obj, origin=origin, lines=lines)
@@ -383,7 +409,12 @@ def remap(
             spot = spot_for(None, document.line)
             line, column = spot.line, 1
             origin = replace(
-                document.origin, uri=spot.uri, line=spot.line, column=1, source_type=source_type
+                document.origin,
+                uri=spot.uri,
+                line=spot.line,
+                column=1,
+                source_type=source_type,
+                unit=document.origin.uri,
             )
         result.invalid.append(_moved_document(document, origin, line, column))
         uris.add(origin.uri)

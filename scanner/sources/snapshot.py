@@ -10,18 +10,24 @@ poolgate records what it knows about the capture in the List's
 * ``poolgate.io/listed``: every kind that was listed to the end, as ``Kind.group``
   (``Pod``, ``Deployment.apps``), so an audit knows which kinds are complete;
 * ``poolgate.io/kinds-revision``: the revision of poolgate's table of listable kinds
-  (``scanner.sources.resources.REVISION``) when the snapshot was written: a kind the
+  (``scanner.kinds.resources.REVISION``) when the snapshot was written: a kind the
   writer's table did not have is not in ``listed`` for that reason alone;
 * ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
-  ``failed``), so auditing the snapshot says exactly what the live audit said.
+  ``failed``), so auditing the snapshot says exactly what the live audit said;
+* ``poolgate.io/omitted``: JSON object of what the snapshot left out because no
+  rule it was taken with reads it (``scanner.audit.redaction``: ``env-values``,
+  ``last-applied``), each with the kinds it was left out of, so an audit with other
+  rules knows which of them cannot run on it.
+
+``poolgate snapshot`` writes the file readable by its owner only (mode 0600).
 
 Any other ``List`` works too (``kubectl get nodes,pods -A -o yaml``, or a
 ``PodList`` straight from the API, whose items lack ``kind``): without the
 annotations the context is ``--context`` (or ``snapshot``) and the audit time is now.
 Such a file does not say what was listed, so the audit takes the objects of each kind
 it holds as all there are, and a kind it does not hold as unknown, never as none
-(``scanner.audit.coverage``: a rule that ``needs`` it does not run, and ``--compare``
+(``scanner.audit.run.coverage``: a rule that ``needs`` it does not run, and ``--compare``
 calls earlier findings of the rules that read it unverified, not resolved).
 
 A file with no List and no object (empty: what a failed ``kubectl get ... > FILE``
@@ -48,15 +54,20 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from scanner.errors import UsageError
-from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin, is_mapping
-from scanner.sources import numbers, surrogates
-from scanner.sources.resources import REVISION
-from scanner.sources.yamldoc import collector_paused
+from scanner.inventory import (
+    CLUSTER_SCHEME,
+    LIVE,
+    Inventory,
+    KubeObject,
+    LineMap,
+    ObjectRef,
+    Origin,
+    is_mapping,
+)
+from scanner.kinds.resources import REVISION
+from scanner.sources.yaml import numbers, surrogates
+from scanner.sources.yaml.document import collector_paused
 
-SCHEME = "cluster://"
-SOURCE_TYPE = "cluster"
-CLUSTER_SEGMENT = "_cluster"
-"""The path of the cluster itself in its ``cluster://`` URI (``cluster_uri``)."""
 DEFAULT_CONTEXT = "snapshot"
 """Context of a snapshot that names none (a ``kubectl`` dump) when ``--context`` is not given."""
 
@@ -65,12 +76,16 @@ ANNOTATION_CAPTURED_AT = "poolgate.io/captured-at"
 ANNOTATION_LISTED = "poolgate.io/listed"
 ANNOTATION_UNAVAILABLE = "poolgate.io/unavailable"
 ANNOTATION_REVISION = "poolgate.io/kinds-revision"
+ANNOTATION_OMITTED = "poolgate.io/omitted"
 
 _NO_LINES = LineMap({})
 """Live objects have no file: one shared empty line map (positions fall back to 1:1)."""
 
 KindKey = tuple[str, str]
 """(API group, kind)."""
+
+Omitted = dict[str, frozenset[str]]
+"""What a snapshot left out (``scanner.audit.redaction.WHAT``) -> the kinds it left it out of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +116,14 @@ class Capture:
     revision: int = REVISION
     """The revision of the kinds table that wrote ``listed`` (``resources.REVISION``):
     1 for a snapshot from before the annotation."""
+    omitted: Omitted = field(default_factory=dict)
+    """What the objects lack because no rule the capture was taken for reads it."""
 
 
 def object_uri(context: str, ref: ObjectRef) -> str:
     """``cluster://<context>/<namespace>/<Kind>/<name>`` (``.../<Kind>/<name>`` when
     cluster-scoped); the context percent-encoded so it is one URI segment."""
-    return f"{SCHEME}{quote(context, safe='')}/{ref.logical_name}"
-
-
-def cluster_uri(context: str) -> str:
-    """``cluster://<context>/_cluster``: the cluster itself, where findings about the
-    cluster as a whole (the ``cluster`` subject) point. One path segment, so it is
-    never an object's URI (those have two or three, and ``_`` is not allowed in
-    Kubernetes names and namespaces)."""
-    return f"{SCHEME}{quote(context, safe='')}/{CLUSTER_SEGMENT}"
+    return f"{CLUSTER_SCHEME}{quote(context, safe='')}/{ref.logical_name}"
 
 
 def kind_label(key: KindKey) -> str:
@@ -160,7 +169,7 @@ def to_inventory(capture: Capture) -> Inventory:
 
 def _inventory(capture: Capture) -> Inventory:
     inventory = Inventory()
-    prefix = f"{SCHEME}{quote(capture.context, safe='')}/"  # object_uri, hoisted
+    prefix = f"{CLUSTER_SCHEME}{quote(capture.context, safe='')}/"  # object_uri, hoisted
     append = inventory.objects.append
     for body in capture.objects:
         meta = body.get("metadata")
@@ -179,7 +188,7 @@ def _inventory(capture: Capture) -> Inventory:
             uri = f"{prefix}{namespace}/{kind}/{name}"
         else:
             uri = f"{prefix}{kind}/{name}"
-        append(KubeObject(body, Origin(uri, source_type=SOURCE_TYPE), _NO_LINES))
+        append(KubeObject(body, Origin(uri, source_type=LIVE), _NO_LINES))
     return inventory
 
 
@@ -208,6 +217,10 @@ def write(capture: Capture, stream: TextIO) -> None:
                 for item in capture.unavailable
             ],
             sort_keys=True,
+        )
+    if capture.omitted:
+        annotations[ANNOTATION_OMITTED] = json.dumps(
+            {what: sorted(kinds) for what, kinds in capture.omitted.items()}, sort_keys=True
         )
     head = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}}
     stream.write(json.dumps(head, sort_keys=True)[:-1] + ',\n"items": [\n')
@@ -284,6 +297,7 @@ def _capture(path: str, context: str | None, documents: list[Any]) -> Capture:
         capture.listed = frozenset(parse_kind_label(x) for x in listed.split(",") if x.strip())
         capture.revision = _revision(path, annotations.get(ANNOTATION_REVISION))
     capture.unavailable = _unavailable(path, annotations.get(ANNOTATION_UNAVAILABLE))
+    capture.omitted = _omitted(path, annotations.get(ANNOTATION_OMITTED))
     return capture
 
 
@@ -315,13 +329,13 @@ def _parse(path: str, text: str, data: bytes) -> list[Any]:
 
 
 def _parse_yaml(path: str, text: str) -> list[Any]:
-    """Read exactly as manifests are (``parse_plain``, scanner/sources/yamlwalk.py):
+    """Read exactly as manifests are (``parse_plain``, scanner/sources/yaml/walk.py):
     the same safety (no tag is ever honoured, alias expansion and nesting are bounded)
     and the same values, those the API server would store and CEL can hold. A
     document that does not parse or is refused is a usage error with its position; a
     duplicate key keeps the last value, as the API server's decoding does."""
-    from scanner.sources.yamldoc import DUPLICATE_KEY, parse_plain
-    from scanner.sources.yamllimits import MAX_NODES
+    from scanner.sources.yaml.document import DUPLICATE_KEY, parse_plain
+    from scanner.sources.yaml.limits import MAX_NODES
 
     # A kubectl List is one document holding every object: its node count is bounded
     # by the text's length (aliases aside, whose expansion parse_plain bounds), not by
@@ -396,6 +410,21 @@ def _unavailable(path: str, recorded: object) -> list[Unavailable]:
         ]
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         raise UsageError(f"{path}: annotation {ANNOTATION_UNAVAILABLE} is not valid") from None
+
+
+def _omitted(path: str, recorded: object) -> Omitted:
+    if recorded is None:
+        return {}
+    try:
+        entries = json.loads(str(recorded))
+        if not isinstance(entries, dict) or not all(
+            isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds)
+            for kinds in entries.values()
+        ):
+            raise ValueError(recorded)
+    except (ValueError, RecursionError):
+        raise UsageError(f"{path}: annotation {ANNOTATION_OMITTED} is not valid") from None
+    return {str(what): frozenset(kinds) for what, kinds in entries.items() if kinds}
 
 
 def kinds_present(objects: Sequence[Mapping[str, Any]]) -> frozenset[KindKey]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scanner.kinds.resources import RESOURCES, find
 from scanner.sources.cluster import (
     Cluster,
     ClusterError,
@@ -21,7 +22,6 @@ from scanner.sources.cluster import (
     Target,
     connect,
 )
-from scanner.sources.resources import RESOURCES, find
 
 from .apiserver import ApiServer, Fault, Front, Pki, write_kubeconfig
 from .conftest import CONTEXT, TOKEN
@@ -182,7 +182,7 @@ def test_items_are_plain_dicts_with_kind_and_without_managed_fields(
 
 
 def test_secrets_cannot_be_listed(lab: ApiServer, pki: Pki, tmp_path: Path) -> None:
-    from scanner.sources.resources import Resource
+    from scanner.kinds.resources import Resource
 
     cluster = connected(lab, pki, tmp_path)
     secret = Served(Resource("Secret", "", ("v1",), "secrets", True), "v1", "secrets", True)
@@ -298,7 +298,7 @@ def test_past_the_deadline_the_remaining_kinds_are_not_read(
     timeouts and the backoff (307 s at the defaults), so the nightly Job was killed at
     its activeDeadlineSeconds with no report at all. Past the deadline no request is
     made and no backoff waited for; every kind left is not read, never none."""
-    from scanner.audit import capture_live
+    from scanner.audit.run import capture_live
 
     clock = Clock()
     cluster = connected(lab, pki, tmp_path, deadline=10.0, clock=clock, sleep=clock.sleep)

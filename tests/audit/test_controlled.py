@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner import audit
+from scanner.audit import run as audit
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
 

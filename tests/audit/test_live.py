@@ -252,7 +252,7 @@ def test_configmaps_only_where_an_operator_namespace_exists_even_without_namespa
     in the operator namespaces that exist: the lab has gpu-operator, not
     nvidia-gpu-operator, where deploy/'s Role grants nothing (a 403 there made the
     nightly audit incomplete, found in review)."""
-    from scanner import audit
+    from scanner.audit import run as audit
     from scanner.pipeline import ScanOptions, load_ruleset
 
     rules = load_ruleset(ScanOptions(mode="audit")).rules

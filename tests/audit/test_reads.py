@@ -1,4 +1,4 @@
-"""The rule -> kinds relation (``scanner.reads``): what the plan lists and what stops
+"""The rule -> kinds relation (``scanner.audit.reads``): what the plan lists and what stops
 a rule are one relation, and it matches what the model really joins.
 
 No Kubernetes cluster is available where these tests run: the live tests use the
@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 import yaml
 
-from scanner import audit
-from scanner import reads as relation
+from scanner.audit import reads as relation
+from scanner.audit import run as audit
+from scanner.cel.analysis import analyze_rule
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.rules import Rule
-from scanner.sources.resources import RESOURCES
+from scanner.ruleset.load import Rule
 from scanner.sources.snapshot import Capture, KindKey, Unavailable, api_group
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
@@ -60,19 +61,6 @@ def test_the_plan_lists_exactly_what_each_rule_reads() -> None:
         planned = {resource.kind for resource in audit.plan([rule])}
         reads = relation.reads(rule).kinds & relation.ALL_KINDS
         assert planned == reads | ({"Namespace"} if "ConfigMap" in reads else set()), rule.id
-
-
-def test_every_workload_fact_the_model_makes_has_its_kinds_in_the_table() -> None:
-    """A fact missing from scanner/reads.py counts as the whole workload, so every rule
-    naming it stops when any kind is unread (found by CI: gpuPodCounts made PG108 stop
-    on a forbidden ValidatingAdmissionPolicy)."""
-    from scanner.model import build_model
-    from scanner.sources.files import load_paths
-
-    inventory = load_paths([str(ROOT / "fixtures" / "rules")], ROOT)
-    model = build_model(inventory, ruleset().config, defer=False)
-    made = {name for workload in model.workloads for name in workload.facts}
-    assert made - set(relation.FACTS["workload"][1]) == set()
 
 
 def test_a_missing_kind_stops_exactly_the_rules_that_read_it() -> None:
@@ -137,7 +125,7 @@ def test_a_missing_kind_no_rule_reads_is_only_a_note() -> None:
     ],
 )
 def test_fact_kinds(source: str, kinds: set[str]) -> None:
-    assert relation.fact_kinds([source]) == kinds
+    assert relation.fact_kinds(analyze_rule((source,))) == kinds
 
 
 @pytest.mark.parametrize(
@@ -151,8 +139,8 @@ def test_fact_kinds(source: str, kinds: set[str]) -> None:
 def test_placement_reads_kueue_and_what_runs_where_does_not(source: str, queues: bool) -> None:
     """Found in review: what a node runs comes from live pods, never from a queue, so a
     rule about it must keep running when LocalQueues cannot be listed."""
-    assert (relation.fact_kinds([source]) >= KUEUE) is queues
-    assert not (KUEUE & relation.fact_kinds([source])) or queues
+    assert (relation.fact_kinds(analyze_rule((source,))) >= KUEUE) is queues
+    assert not (KUEUE & relation.fact_kinds(analyze_rule((source,)))) or queues
 
 
 @pytest.mark.parametrize(
@@ -161,11 +149,11 @@ def test_placement_reads_kueue_and_what_runs_where_does_not(source: str, queues:
         ("size(workload) > 0", relation.ALL_KINDS),  # used whole
         ("workload.someNewFact", relation.ALL_KINDS),  # a field the table does not know
         ("workload.ns.someNewFact", NAMESPACE_FACTS),
-        ('workload.podSpec == r"x"', relation.ALL_KINDS),  # a string this reading cannot empty
+        ("workload[x] == 1", relation.ALL_KINDS),  # indexed with a value
     ],
 )
 def test_what_cannot_be_told_reads_everything_it_might(source: str, kinds: frozenset[str]) -> None:
-    assert relation.fact_kinds([source]) == kinds
+    assert relation.fact_kinds(analyze_rule((source,))) == kinds
 
 
 # -- the relation against the model ----------------------------------------------------
@@ -234,7 +222,7 @@ def test_a_rule_that_runs_without_a_kind_judges_the_rest_as_before(
     that still runs reports exactly what it reported with the kind, on objects of other
     kinds. The only difference allowed: objects that kind controlled are checked as
     themselves (more findings, each true of the object). A fact added to the model
-    without its kinds in scanner/audit.py fails here."""
+    without its kinds in scanner/audit/run.py fails here."""
     full, _ = _findings(bodies)
     for key in sorted({_key(body) for body in bodies} & EVERY_KIND):
         without, covered = _findings(bodies, key)

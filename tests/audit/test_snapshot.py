@@ -12,10 +12,12 @@ import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import ObjectRef
-from scanner.sources import snapshot, yamllimits, yamlwalk
-from scanner.sources.resources import RESOURCES, REVISION
+from scanner.kinds.resources import RESOURCES, REVISION
+from scanner.sources import snapshot
 from scanner.sources.snapshot import Capture, Unavailable, kind_label
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources.yaml import limits as yamllimits
+from scanner.sources.yaml import walk as yamlwalk
+from scanner.sources.yaml.document import parse_plain
 
 POD = {
     "apiVersion": "v1",
@@ -114,7 +116,7 @@ def test_objects_without_identity_are_skipped(tmp_path: Path) -> None:
 
 
 def test_yaml_snapshots_honour_no_tag_and_read_aliases_as_manifests_do(tmp_path: Path) -> None:
-    """The manifest reader's rules (scanner/sources/yamldoc.py parse_plain): a tag is
+    """The manifest reader's rules (scanner/sources/yaml/document.py parse_plain): a tag is
     never honoured, so nothing is constructed or executed, and an alias reads as the
     value it names, its expansion bounded (BOMB below is refused)."""
     dump = tmp_path / "dump.yaml"
@@ -197,6 +199,35 @@ def test_bad_capture_annotations_are_reported(tmp_path: Path, recorded: str) -> 
     meta = {"annotations": {"poolgate.io/captured-at": recorded}}
     dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
     with pytest.raises(UsageError, match="captured-at is not an RFC 3339 time"):
+        snapshot.read(str(dump))
+
+
+def test_what_a_snapshot_left_out_round_trips(tmp_path: Path) -> None:
+    captured = datetime.datetime(2025, 6, 1, 2, 17, tzinfo=datetime.UTC)
+    omitted = {"env-values": frozenset({"Pod", "Deployment"}), "last-applied": frozenset({"Pod"})}
+    capture = Capture("prod", captured, [POD], frozenset({("", "Pod")}), omitted=omitted)
+    stream = io.StringIO()
+    snapshot.write(capture, stream)
+    annotations = json.loads(stream.getvalue())["metadata"]["annotations"]
+    assert json.loads(annotations["poolgate.io/omitted"]) == {
+        "env-values": ["Deployment", "Pod"],
+        "last-applied": ["Pod"],
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(stream.getvalue())
+    assert snapshot.read(str(path)).omitted == omitted
+    capture.omitted = {}
+    stream = io.StringIO()
+    snapshot.write(capture, stream)
+    assert "poolgate.io/omitted" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("recorded", ["[]", '{"env-values": "Pod"}', '{"x": [1]}', "{"])
+def test_a_bad_omitted_annotation_is_reported(tmp_path: Path, recorded: str) -> None:
+    dump = tmp_path / "dump.json"
+    meta = {"annotations": {"poolgate.io/omitted": recorded}}
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": meta, "items": []}))
+    with pytest.raises(UsageError, match=r"annotation poolgate\.io/omitted is not valid"):
         snapshot.read(str(dump))
 
 

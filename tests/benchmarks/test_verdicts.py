@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks.run import (
     AuditResult,
     Measured,
+    PoolsResult,
     Report,
     SizeResult,
     audit_lines,
     parse_args,
+    pools_lines,
     verdicts,
 )
 
@@ -117,3 +121,39 @@ def test_the_snapshot_as_a_ratio_to_compose_when_both_ran() -> None:
     )
     report.sizes = [size(1_000, 0.2, 0.5)]  # no 10,000-object compose: no ratio
     assert not [line for line in verdicts(report) if "wall / libyaml" in line]
+
+
+def test_pools_table_with_and_without_a_second_checkout() -> None:
+    report = Report(machine={})
+    assert pools_lines(report) == ["pools x workloads: skipped (--no-pools)"]
+    report.pools = [
+        PoolsResult(1_000, 1_300_000, Measured(runs=[0.8], peak_rss=[100 * 2**20])),
+        PoolsResult(4_000, 5_200_000, Measured(runs=[2.4], peak_rss=[300 * 2**20])),
+    ]
+    lines = pools_lines(report)
+    assert lines[2].split() == ["1,000", "1.3", "0.800", "0.800", "100"]
+    assert lines[3].split() == ["4,000", "5.2", "2.400", "0.600", "300"]
+    assert verdicts(report) == [
+        "  pools x workloads 1,000 -> 4,000: seconds x3.00 for x4.00 the objects "
+        "(start-up included; no verdict)"
+    ]
+    report.against = "/elsewhere"
+    report.pools[0].against = Measured(runs=[2.4])
+    report.pools[1].against = Measured(error="timed out: ")
+    lines = pools_lines(report)
+    assert lines[2].split()[-2:] == ["2.400", "0.33x"]
+    assert lines[3].split()[-2:] == ["FAILED", "-"]
+    assert lines[4] == "  (against: the poolgate of /elsewhere, alternating run by run)"
+    assert lines[5] == "pools x workloads failed on 4,000 (against): timed out: "
+
+
+def test_pools_options(tmp_path: Path) -> None:
+    assert parse_args([]).pools == [1_000, 4_000]
+    assert parse_args(["--quick"]).pools == [500, 2_000]
+    assert parse_args(["--pools", "100,400"]).pools == [100, 400]
+    assert parse_args(["--no-pools"]).pools == []
+    with pytest.raises(SystemExit):
+        parse_args(["--against", str(tmp_path)])  # no scanner/ there
+    (tmp_path / "scanner").mkdir()
+    (tmp_path / "scanner" / "__main__.py").write_text("")
+    assert parse_args(["--against", str(tmp_path)]).against == tmp_path.resolve()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner import engine as engine_module
 from scanner import pipeline
+from scanner.evaluate import fast
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject
 
@@ -48,7 +48,7 @@ def _findings(
         ),
     )
     globals_ = {"config": {}, "cluster": {}}
-    found = engine_module.evaluate(ruleset.rules, {"object": [subject]}, ruleset.engine, globals_)
+    found = fast.evaluate(ruleset.rules, {"object": [subject]}, ruleset.engine, globals_)
     return [f"{finding.outcome.value}: {finding.message}" for finding in found.findings]
 
 
@@ -85,7 +85,7 @@ def test_a_variable_read_by_the_next_keeps_its_type(tmp_path: Path, engine: str)
 def test_a_value_cel_cpp_cannot_take_back_is_an_error_of_the_rule(
     tmp_path: Path, expression: str
 ) -> None:
-    """A variable named twice keeps the rule on the plain path (scanner/bindings.py),
+    """A variable named twice keeps the rule on the plain path (scanner/evaluate/optimize/binding.py),
     where cel-expr-python gets the value back as a Python object it refuses: the rule
     reports an error, the scan goes on."""
     variables = [("v", "1"), ("v", expression)]

@@ -23,12 +23,13 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scanner import audit
+from scanner.audit import run as audit
 from scanner.errors import UsageError
+from scanner.findings.report import Report
 from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset
-from scanner.reporters import FORMATS, Report, writer_for
+from scanner.reporters import FORMATS, writer_for
 from scanner.sources import snapshot
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 SETTINGS = settings(

@@ -14,9 +14,9 @@ from typing import Any, TextIO
 
 import pytest
 
-from scanner import cli, output
+from scanner import cli
 from scanner.errors import OutputError
-from scanner.reporters import sarif
+from scanner.reporters import output, sarif
 
 PRIVILEGED = """\
 apiVersion: v1

@@ -29,12 +29,12 @@ from scanner.cel.budget import (
     comprehension_nesting,
     oversize,
 )
-from scanner.engine import evaluate
 from scanner.errors import CelError, CelEvalError
-from scanner.findings import Outcome
+from scanner.evaluate.fast import evaluate
+from scanner.findings.records import Outcome
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject
-from scanner.rules import bundled_rules_dir, load_rules
+from scanner.ruleset.load import bundled_rules_dir, load_rules
 
 ENGINES = ("cpp", "python")
 
@@ -53,7 +53,7 @@ def run(name: str, source: str, data: dict[str, Any]) -> Any:
 
 
 def _tree_nesting(tree: lark.Tree[Any]) -> int:
-    """Comprehension nesting from cel-python's parse tree: the reference for the scanner."""
+    """Comprehension nesting from cel-python's parse tree: the reference for the analysis."""
     children = [child for child in tree.children if isinstance(child, lark.Tree)]
     if tree.data == "member_dot_arg":
         method = tree.children[1]
@@ -72,7 +72,7 @@ NESTING_CASES = [
     "a . all ( x , x . exists ( y , true ) )",
     "'.all(x, .exists(y, ' + a.all(x, true)",  # macro names inside a string
     '"a.all(\\" .exists(y, " + b.exists(x, true)',  # escaped quote inside a string
-    "r'\\'.all(x, ' + c.exists(x, true)",  # a raw string ends at its first quote
+    "r'\\.all(x, ' + c.exists(x, true)",  # a raw string keeps its backslash
     "'''.all(x,\n.all(y,''' + d.exists(x, true)",  # triple-quoted, spanning lines
     "b'.all(' + e.map(x, x)",
     "f.all(x, x) // .exists(y, .exists(z, true))\n&& true",  # a comment
@@ -88,13 +88,13 @@ NESTING_CASES = [
 
 
 @pytest.mark.parametrize("source", NESTING_CASES)
-def test_token_scan_agrees_with_the_parse_tree(source: str) -> None:
+def test_the_nesting_agrees_with_cel_pythons_parse_tree(source: str) -> None:
     tree = celpy.Environment().compile(source)
     assert comprehension_nesting(source)[0] == _tree_nesting(tree)
 
 
 def test_bundled_rules_stay_within_the_nesting_limit() -> None:
-    """And the scan agrees with the parse tree on every expression of every bundled rule."""
+    """And the analysis agrees with the parse tree on every expression of every bundled rule."""
     for rule in load_rules([bundled_rules_dir()], engine("cpp")):
         programs = [rule.condition, rule.violations, *(p for _, p in rule.variables)]
         for validation in rule.validations:

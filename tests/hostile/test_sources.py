@@ -14,9 +14,9 @@ import pytest
 
 from scanner.inventory import SourceWarning
 from scanner.sources.files import SPECIAL_FILE, load_paths
-from scanner.sources.yamldoc import parse_stream
-from scanner.sources.yamllimits import MAX_NODES
-from scanner.sources.yamlnotes import LIST_OF_OBJECTS, MAX_TAG_WARNINGS
+from scanner.sources.yaml.document import parse_stream
+from scanner.sources.yaml.limits import MAX_NODES
+from scanner.sources.yaml.notes import LIST_OF_OBJECTS, MAX_TAG_WARNINGS
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 

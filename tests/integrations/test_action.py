@@ -286,12 +286,17 @@ class Runner:
         workspace: Path,
         scratch: Path,
         inputs: dict[str, str],
+        *,
         env: dict[str, str] | None = None,
         action_results: dict[str, dict[str, str]] | None = None,
+        github: dict[str, Any] | None = None,
     ) -> None:
         """``env`` adds to (or overrides) the runner's environment; ``action_results``
-        are the outputs of each ``uses:`` action, by name (a cache hit, say)."""
+        are the outputs of each ``uses:`` action, by name (a cache hit, say); ``github``
+        is the ``github`` context (the event's name and payload)."""
         action = _action()
+        self.github = github or {"event_name": "push", "event": {}}
+        """The ``github`` context: the event's name and payload."""
         self.inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
         self.inputs.update(inputs)
         self.workspace = workspace
@@ -312,7 +317,15 @@ class Runner:
         return [with_ for name, with_ in self.used if name == "github/codeql-action/upload-sarif"]
 
     def evaluate(self, expression: str) -> str:
+        if "||" in expression:  # the first operand that is not empty
+            values = (self.evaluate(part.strip()) for part in expression.split("||"))
+            return next((value for value in values if value), "")
         parts = expression.split(".")
+        if parts[0] == "github":
+            value: Any = self.github
+            for part in parts[1:]:
+                value = value.get(part, {}) if isinstance(value, dict) else {}
+            return value if isinstance(value, str) else ""
         if parts[0] == "inputs" and len(parts) == 2:
             return self.inputs[parts[1]]
         if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
@@ -579,9 +592,11 @@ elif sys.argv[1:4] != ["-I", "-m", "pip"]:
             [*pip, "check"],
         ]
         assert [cache_dir for _, cache_dir in calls[2:5]] == [cache["path"]] * 3
-        # Then the installed poolgate: its version, the scan, the summary.
+        # Then the installed poolgate: its version, the repository root (where the
+        # policy commit is read), the scan, the summary.
         assert [argv[:4] for argv, _ in calls[5:]] == [
             ["-I", "-m", "scanner", "--version"],
+            ["-I", "-c", calls[6][0][2], "k8s/"],
             ["-I", "-m", "scanner", "scan"],
             ["-I", "-", "poolgate.sarif", "1"],
         ]
@@ -611,3 +626,134 @@ def test_the_rule_cache_is_a_fresh_directory_of_the_run(tmp_path: Path) -> None:
     assert used[0] != used[1]
     assert list(job_cache.iterdir()) == []
     assert not home_cache.exists()
+
+
+CONFIG_HEADER = "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"
+REVIEWED = CONFIG_HEADER + "spec:\n  skuLabel: sku\n"
+PERMISSIVE = CONFIG_HEADER + "spec:\n  operatorNamespaces: [gpu-operator, ml]\n"
+"""The pull request's own config: its namespace becomes an operator namespace, where
+privileged pods are allowed."""
+
+
+def _pull_request(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose base commit has a privileged Deployment and a reviewed
+    ``.poolgate.yaml``, and a pull request commit that makes the config permissive,
+    checked out as actions/checkout does: one commit deep, without the base."""
+    origin = tmp_path / "origin"
+    (origin / "k8s").mkdir(parents=True)
+    (origin / "k8s" / "app.yaml").write_text(PRIVILEGED)
+    (origin / ".poolgate.yaml").write_text(REVIEWED)
+    git("init", "-q", cwd=origin)
+    git("add", ".", cwd=origin)
+    git("commit", "-q", "-m", "base", cwd=origin)
+    base = git("rev-parse", "HEAD", cwd=origin).strip()
+    (origin / ".poolgate.yaml").write_text(PERMISSIVE)
+    git("commit", "-q", "-am", "pull request: a permissive config", cwd=origin)
+    workspace = tmp_path / "workspace"
+    git("clone", "-q", "--depth=1", f"file://{origin}", str(workspace), cwd=tmp_path)
+    lacks = subprocess.run(
+        ["git", "-C", str(workspace), "cat-file", "-e", f"{base}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    assert lacks.returncode != 0  # shallow: the base is not there yet
+    return workspace, base
+
+
+def _pull_request_event(base: str) -> dict[str, Any]:
+    return {"event_name": "pull_request", "event": {"pull_request": {"base": {"sha": base}}}}
+
+
+def test_a_pull_request_is_judged_by_its_bases_policy(tmp_path: Path) -> None:
+    """Found in review: a pull request adding a permissive ``.poolgate.yaml`` turned its
+    own findings off and the job summary said "passed". The Action now reads the
+    policy from the base commit (fetched into the shallow checkout), and the summary
+    names it and the policy file the pull request changes."""
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "k8s/"}, github=_pull_request_event(base))
+    assert runner.run() == 1
+    scan = runner.logs["scan"]
+    assert f"poolgate: fetching the pull request's base commit {base}" in scan.stdout
+    assert "::error file=k8s/app.yaml,line=13,col=13,title=PG301" in scan.stdout
+    assert runner.outputs["scan"]["findings"] == "1"
+    sarif = json.loads((workspace / "poolgate.sarif").read_text())
+    config = sarif["runs"][0]["invocations"][0]["properties"]["poolgateConfig"]
+    assert (config["source"], config["commit"], config["path"]) == (
+        "git-ref",
+        base,
+        ".poolgate.yaml",
+    )
+    summary = runner.summary.read_text()
+    assert (
+        f"**Policy:** `.poolgate.yaml` from commit `{base[:12]}`, sha256 "
+        f"`{hashlib.sha256(REVIEWED.encode()).hexdigest()}`."
+    ) in summary
+    assert (
+        "**Warning:** the pull request changes 1 policy file(s); this scan used the base's:\n\n"
+        "- `.poolgate.yaml` (changed)\n"
+    ) in summary
+
+
+def test_policy_ref_head_keeps_the_work_tree_policy_and_says_so(tmp_path: Path) -> None:
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "policy-ref": "head", "upload": "false"}
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base))
+    assert runner.run() == 0  # the repository chose to let pull requests set the policy
+    summary = runner.summary.read_text()
+    assert "**Policy:** `.poolgate.yaml` from the work tree, sha256" in summary
+    assert "this scan used them:\n\n- `.poolgate.yaml` (changed)\n" in summary
+    assert "policy-ref: head: the policy was read from the work tree" in summary
+    assert "policy-ref: head: the policy is read from the work tree" in runner.logs["scan"].stdout
+
+
+def test_without_a_pull_request_the_checked_out_commit_holds_the_policy(tmp_path: Path) -> None:
+    workspace, _ = _pull_request(tmp_path)
+    (workspace / ".poolgate.yaml").write_text(CONFIG_HEADER + "spec:\n  operatorNamespaces: [x]\n")
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    event = {"event_name": "schedule", "event": {}}
+    runner = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"}, github=event)
+    assert runner.run() == 0  # HEAD's policy, not the file an earlier step rewrote
+    head = git("rev-parse", "HEAD", cwd=workspace).strip()
+    assert (
+        "poolgate: no pull request base on a schedule event: the policy is read from the "
+        "checked-out commit (HEAD)"
+    ) in runner.logs["scan"].stdout
+    summary = runner.summary.read_text()
+    assert f"**Policy:** `.poolgate.yaml` from `HEAD` (commit `{head[:12]}`)" in summary
+    assert (
+        "No pull request base on a schedule event: the policy was read from the checked-out "
+        "commit (HEAD)."
+    ) in summary
+
+
+def test_the_summary_counts_suppressed_and_baselined_findings(tmp_path: Path) -> None:
+    ignored = PRIVILEGED.replace("name: sidecar", "name: agent").replace(
+        "  namespace: ml\n",
+        '  namespace: ml\n  annotations:\n    poolgate.io/ignore: "PG301=reviewed"\n',
+    )
+    workspace = _workspace(tmp_path, PRIVILEGED + "---\n" + ignored)
+    written = subprocess.run(
+        [sys.executable, "-I", "-m", "scanner", "scan", "k8s", "--write-baseline", "bl.json"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert written.returncode == 0, written.stderr
+    git("add", "bl.json", cwd=workspace)
+    git("commit", "-q", "-m", "baseline", cwd=workspace)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "upload": "false", "extra-args": "--baseline bl.json"}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 0
+    summary = runner.summary.read_text()
+    assert "**0 finding(s)**" in summary
+    assert "Not counted above: 1 suppressed, 1 in the baseline." in summary
+    assert "; baseline `bl.json`." in summary

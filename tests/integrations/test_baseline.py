@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from pg_integration import DIGEST, run_poolgate
 
-from scanner import baseline
 from scanner.errors import UsageError
-from scanner.findings import Finding, Level, Location, Outcome, Suppression
+from scanner.findings import baseline
+from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
 from scanner.inventory import ObjectRef
 
 INCOMPLETE = frozenset({"PG001"})
@@ -152,9 +153,9 @@ def test_rule_errors_unreadable_files_and_suppressed_findings_are_never_baseline
     suppressed = _finding(name="exempt", suppression=Suppression("external", "owned by ops"))
     everything = [violation, rule_error, unreadable, suppressed]
     known = baseline.recorded(everything, INCOMPLETE)
-    assert known == [(violation.fingerprint, "k8s/a.yaml")]
+    assert known == Counter({(violation.fingerprint, "k8s/a.yaml"): 1})
     kept, dropped = baseline.split(
-        everything, known + [(f.fingerprint, f.location.uri) for f in everything], INCOMPLETE
+        everything, known + Counter((f.fingerprint, f.location.uri) for f in everything), INCOMPLETE
     )
     assert kept == [rule_error, unreadable, suppressed] and dropped == 1
     entries = baseline.document(everything, "9.9", INCOMPLETE)["fingerprints"]

@@ -152,23 +152,27 @@ def test_command_line_passes_values_and_sets_and_nothing_else(tmp_path: Path) ->
     ]
 
 
-RECORDING_HELM = """
-record = {"argv": sys.argv[1:], "plugins": os.environ.get("HELM_PLUGINS", ""),
-          "plugin_files": os.listdir(os.environ.get("HELM_PLUGINS", "/nonexistent"))}
-with open(os.environ["FAKE_HELM_LOG"], "a") as log:
+def recording_helm(log: Path, output: Path = RECORDED) -> str:
+    """A stand-in helm that appends how it was called to ``log`` and prints ``output``.
+    The paths are in the script: the renderer's environment is an allowlist."""
+    return f"""
+plugins = os.environ.get("HELM_PLUGINS", "")
+record = {{"argv": sys.argv[1:], "plugins": plugins, "cwd": os.getcwd(),
+          "plugin_files": os.listdir(plugins or "/nonexistent"),
+          "no_plugins": os.environ.get("HELM_NO_PLUGINS", ""),
+          "post_renderer": os.environ.get("HELM_POST_RENDERER", "")}}
+with open({json.dumps(str(log))}, "a") as log:
     log.write(json.dumps(record) + "\\n")
-sys.stdout.write(open(os.environ["FAKE_HELM_OUTPUT"]).read())
+sys.stdout.write(open({json.dumps(str(output))}).read())
 """
 
 
-def _fake_helm_env(tmp_path: Path, body: str = RECORDING_HELM) -> tuple[dict[str, str], Path]:
+def _fake_helm_env(tmp_path: Path, body: str | None = None) -> tuple[dict[str, str], Path]:
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "helm", body)
     log = tmp_path / "helm.log"
+    fake_tool(bin_dir, "helm", body if body is not None else recording_helm(log))
     env = clean_env(
         PATH=str(bin_dir),
-        FAKE_HELM_LOG=str(log),
-        FAKE_HELM_OUTPUT=str(RECORDED),
         HELM_PLUGINS="/should/not/be/used",
         HELM_POST_RENDERER="/should/not/be/used",
     )
@@ -195,10 +199,15 @@ def test_scan_renders_the_chart_once_and_reports_on_the_template(tmp_path: Path)
     assert result.returncode == 1, result.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) == 1  # one render per chart, no subprocess per object
+    # Helm renders a private copy of the chart (issue 21: nothing outside the chart to
+    # read), named as the chart, in its working directory.
+    copy = Path(calls[0]["argv"][2])
+    assert copy.name == "trainer" and copy != CHART and ROOT not in copy.parents
+    assert calls[0]["cwd"] == str(copy)
     assert calls[0]["argv"] == [
         "template",
         "trainer",
-        str(CHART),
+        str(copy),
         "--namespace",
         "ml",
         "--values",
@@ -207,6 +216,7 @@ def test_scan_renders_the_chart_once_and_reports_on_the_template(tmp_path: Path)
         "image=registry.example.com/x@sha256:" + "b" * 64,
     ]
     assert calls[0]["plugins"] != "/should/not/be/used" and calls[0]["plugin_files"] == []
+    assert calls[0]["no_plugins"] == "1" and calls[0]["post_renderer"] == ""
     report = json.loads(result.stdout)
     privileged = [f for f in report["findings"] if f["ruleId"] == "PG301"]
     assert [(f["location"]["uri"], f["location"]["line"]) for f in privileged] == [
@@ -279,9 +289,9 @@ def test_a_chart_linking_outside_the_repository_is_not_rendered(tmp_path: Path) 
     env, log = _fake_helm_env(tmp_path)
     result = run_poolgate("scan", "chart", cwd=repo, env=env)
     assert result.returncode == 3
+    # Issue 21 names the file and tightens the boundary to the chart.
     assert (
-        "chart: Helm chart not rendered: symbolic link chart/files/token points outside "
-        "the repository"
+        "chart/files/token: Helm chart chart not rendered: symbolic link points outside the chart"
     ) in result.stdout
     assert not log.exists()
 

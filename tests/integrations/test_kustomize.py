@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from pg_integration import ROOT, clean_env, fake_tool, run_poolgate
+from tool_check import require_kustomize
 
-from scanner.sources import kustomize
+from scanner.sources import kustomization, kustomize
 
 OVERLAY = ROOT / "fixtures" / "kustomize" / "overlay"
 RECORDED = ROOT / "fixtures" / "recorded" / "kustomize-overlay.yaml"
 WRAPPER = ROOT / ".render" / "wrapper"  # where the recording's wrapper was
 PRIVILEGED_PATH = "spec.template.spec.containers[0].securityContext.privileged"
-HAS_KUSTOMIZE = shutil.which("kustomize") or shutil.which("kubectl")
 
 
 def test_recorded_output_maps_objects_to_their_resource_files() -> None:
@@ -76,20 +75,23 @@ def test_wrapper_only_adds_origin_annotations(tmp_path: Path) -> None:
         assert forbidden not in text
 
 
-RECORDING_KUSTOMIZE = """
+def recording_kustomize(log: Path) -> str:
+    """A stand-in kustomize that appends how it was called to ``log``. The path is in the
+    script: the renderer's environment is an allowlist, so a variable would not reach it."""
+    return f"""
 wrapper = sys.argv[-1]
-record = {"argv": sys.argv[1:], "plugin_home": os.environ.get("KUSTOMIZE_PLUGIN_HOME", ""),
-          "wrapper": open(os.path.join(wrapper, "kustomization.yaml")).read()}
-with open(os.environ["FAKE_LOG"], "a") as log:
+record = {{"argv": sys.argv[1:], "plugin_home": os.environ.get("KUSTOMIZE_PLUGIN_HOME", ""),
+          "wrapper": open(os.path.join(wrapper, "kustomization.yaml")).read()}}
+with open({json.dumps(str(log))}, "a") as log:
     log.write(json.dumps(record) + "\\n")
 """
 
 
 def test_build_command_enables_no_plugins(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "kustomize", RECORDING_KUSTOMIZE)
     log = tmp_path / "log"
-    env = clean_env(PATH=str(bin_dir), FAKE_LOG=str(log), KUSTOMIZE_PLUGIN_HOME="/home/x/plugins")
+    fake_tool(bin_dir, "kustomize", recording_kustomize(log))
+    env = clean_env(PATH=str(bin_dir), KUSTOMIZE_PLUGIN_HOME="/home/x/plugins")
     result = run_poolgate("scan", "fixtures/kustomize/overlay", env=env)
     assert result.returncode == 0, result.stdout + result.stderr  # the fake printed nothing
     (call,) = [json.loads(line) for line in log.read_text().splitlines()]
@@ -101,9 +103,9 @@ def test_build_command_enables_no_plugins(tmp_path: Path) -> None:
 
 def test_kubectl_is_used_when_kustomize_is_absent(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "kubectl", RECORDING_KUSTOMIZE)
     log = tmp_path / "log"
-    env = clean_env(PATH=str(bin_dir), FAKE_LOG=str(log))
+    fake_tool(bin_dir, "kubectl", recording_kustomize(log))
+    env = clean_env(PATH=str(bin_dir))
     run_poolgate("scan", "fixtures/kustomize/overlay", env=env)
     (call,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert call["argv"][0] == "kustomize" and len(call["argv"]) == 2
@@ -117,12 +119,12 @@ def test_without_kustomize_or_kubectl_the_directory_is_reported(tmp_path: Path) 
     assert (
         "poolgate: error: fixtures/kustomize/overlay: Kustomization not rendered: `kustomize` "
         "(or `kubectl`) is not installed (https://kubectl.docs.kubernetes.io/installation/"
-        "kustomize/); scanned nothing in it"
+        "kustomize/); its files were scanned as plain manifests"
     ) in result.stdout
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_real_build_reports_on_the_base_file() -> None:
+    require_kustomize()
     result = run_poolgate("scan", "fixtures/kustomize", "--format", "json")
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
@@ -140,8 +142,8 @@ def test_real_build_reports_on_the_base_file() -> None:
     assert not [f for f in report["findings"] if f["ruleId"] in ("PG001", "PG003")]
 
 
-@pytest.mark.skipif(not HAS_KUSTOMIZE, reason="neither kustomize nor kubectl is installed")
 def test_real_build_failure_is_one_line(tmp_path: Path) -> None:
+    require_kustomize()
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     broken = repo / "app"
@@ -160,7 +162,9 @@ def test_a_base_outside_the_repository_is_not_built(tmp_path: Path) -> None:
     """Found in review: kustomize keeps the files a kustomization loads under its own
     directory but follows ``../`` to other kustomizations anywhere, so a pull request
     could build files of the machine into the scan (here two levels up, through a base
-    inside the repository). The kustomization is not rendered; nothing is run."""
+    inside the repository). The kustomization is not rendered; nothing is run. The
+    remote base beside it is refused too (it used to be left to kustomize, which runs
+    git for it: issue 21)."""
     outside = tmp_path / "secretdir"
     outside.mkdir()
     (outside / "kustomization.yaml").write_text("resources: [ns.yaml]\n")
@@ -174,40 +178,51 @@ def test_a_base_outside_the_repository_is_not_built(tmp_path: Path) -> None:
         "resources:\n  - https://github.com/acme/remote//base?ref=v1\n  - ../base\n"
     )
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "kustomize", RECORDING_KUSTOMIZE)
     log = tmp_path / "log"
-    env = clean_env(PATH=str(bin_dir), FAKE_LOG=str(log))
+    fake_tool(bin_dir, "kustomize", recording_kustomize(log))
+    env = clean_env(PATH=str(bin_dir))
     result = run_poolgate("scan", "app", "--format", "json", cwd=repo, env=env)
     assert result.returncode == 3, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["notifications"] == [
         {
             "level": "error",
-            "message": "Kustomization not rendered: base/kustomization.yaml refers to "
-            '"../../secretdir", outside the repository',
-            "uri": "app",
-            "line": None,
+            "message": "Kustomization app not rendered: resources[0] "
+            '"https://github.com/acme/remote//base?ref=v1" is a remote reference (nothing is '
+            "fetched)",
+            "uri": "app/kustomization.yaml",
+            "line": 2,
             "column": None,
             "ruleId": None,
-        }
+        },
+        {
+            "level": "error",
+            "message": 'Kustomization app not rendered: resources[0] "../../secretdir" leads '
+            "outside the repository",
+            "uri": "base/kustomization.yaml",
+            "line": 2,
+            "column": None,
+            "ruleId": None,
+        },
     ]
     assert not log.exists()  # kustomize never ran
 
 
 @pytest.mark.parametrize(
-    ("field", "entry", "made"),
+    ("field", "entry", "made", "problem"),
     [
         # Found in review: remote-looking entries kustomize loads from disk when such a
-        # path exists, and the plugin fields, which load kustomizations too.
-        ("resources", "github.com/../../../secretdir", "app/github.com"),
-        ("resources", "a://../../../secretdir", "app/a:"),
-        ("generators", "../../secretdir", ""),
-        ("transformers", "../../secretdir", ""),
-        ("validators", "../../secretdir", ""),
+        # path exists. Kustomize tries a remote reading first for bases, so they are
+        # refused as remote, whatever is on disk (issue 21).
+        ("resources", "github.com/../../../secretdir", "app/github.com", "is a remote reference"),
+        ("resources", "a://../../../secretdir", "app/a:", "is a remote reference"),
+        ("resources", "../../secretdir", "", "leads outside the repository"),
+        ("components", "../../secretdir", "", "leads outside the repository"),
+        ("bases", "../../secretdir", "", "leads outside the repository"),
     ],
 )
 def test_every_way_to_reach_outside_the_repository_is_refused(
-    tmp_path: Path, field: str, entry: str, made: str
+    tmp_path: Path, field: str, entry: str, made: str, problem: str
 ) -> None:
     (tmp_path / "secretdir").mkdir()
     (tmp_path / "secretdir" / "kustomization.yaml").write_text("resources: []\n")
@@ -217,12 +232,13 @@ def test_every_way_to_reach_outside_the_repository_is_refused(
     if made:
         (repo / made).mkdir()
     (repo / "app" / "kustomization.yaml").write_text(f"{field}:\n  - {json.dumps(entry)}\n")
-    assert kustomize.reference_outside(repo / "app", repo) == (
-        repo / "app" / "kustomization.yaml",
-        entry,
-    )
-    # A remote base that is no path on disk is left to kustomize.
-    (repo / "app" / "kustomization.yaml").write_text(
-        "resources:\n  - https://github.com/acme/base//deploy?ref=v1\n"
-    )
-    assert kustomize.reference_outside(repo / "app", repo) is None
+    build = kustomization.check(repo / "app", repo)
+    assert [(r.file, r.line, r.message) for r in build.refusals] == [
+        (
+            repo / "app" / "kustomization.yaml",
+            2,
+            f"{field}[0] {json.dumps(entry)} {problem}"
+            + (" (nothing is fetched)" if "remote" in problem else ""),
+        )
+    ]
+    assert (tmp_path / "secretdir").resolve() not in build.directories

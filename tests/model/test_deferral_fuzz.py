@@ -1,4 +1,4 @@
-"""Property tests of scanner/deferral.py: an expression it lets run on a controlled
+"""Property tests of scanner/evaluate/optimize/projection.py: an expression it lets run on a controlled
 pod's instance facts gives, on both CEL engines, the same value or error as on the
 pod's complete facts; and any expression gives the same on the fields it names
 (``workload_fields``, what an activation holds) as on all the facts.
@@ -22,11 +22,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scanner.cel import ResultKind, get_engine
-from scanner.deferral import projection, reads_instance_facts_only, workload_fields
+from scanner.cel.analysis import analyze_rule
 from scanner.errors import CelError, CelEvalError
+from scanner.evaluate.optimize.projection import (
+    projection,
+    reads_instance_facts_only,
+    workload_fields,
+)
 from scanner.model import build_model
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.sources import snapshot
+from scanner.sources.yaml.document import parse_plain
 
 DUMP = Path(__file__).parents[1] / "audit" / "controlled" / "dump.yaml"
 DEFERRED = ["targets", "containers", "diagnosis", "serviceAccount", "gpuResources", "volumes"]
@@ -35,7 +41,7 @@ DEFERRED = ["targets", "containers", "diagnosis", "serviceAccount", "gpuResource
 @cache
 def pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(instance facts, complete facts) of every controlled pod of the dump."""
-    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))))
+    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))), read_yaml=parse_plain)
     pairs = []
     for workload in model.workloads:
         if workload.deferred is not None:
@@ -99,7 +105,7 @@ def _outcome(program: Any, engine: Any, facts: dict[str, Any]) -> tuple[str, obj
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expressions)
 def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
-    if not reads_instance_facts_only([source]):
+    if not reads_instance_facts_only(analyze_rule((source,))):
         return  # completed first: nothing to compare
     for name, engine, program in _compiled(source):
         for partial, complete in pods():
@@ -111,14 +117,16 @@ def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
 @cache
 def workloads() -> list[dict[str, Any]]:
     """The complete facts of every workload of the dump, controlled or not."""
-    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))), defer=False)
+    model = build_model(
+        snapshot.to_inventory(snapshot.read(str(DUMP))), defer=False, read_yaml=parse_plain
+    )
     return [workload.facts for workload in model.workloads]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expressions)
 def test_an_expression_answers_on_the_fields_it_names_as_on_all(source: str) -> None:
-    named = workload_fields([source])
+    named = workload_fields(analyze_rule((source,)))
     if named is None:
         return  # reads the facts whole: the activation holds all of them
     for name, engine, program in _compiled(source):
@@ -138,7 +146,7 @@ def test_on_a_controlled_workload_the_fields_outside_never_run_branches_suffice(
     """``workload_fields(controlled=True)`` leaves out what only the ``else`` branch of
     a conditional on ``workload.controlled`` names: on a controlled workload (its
     instance facts, or all of them) that branch never runs, so the answer is the same."""
-    named = workload_fields([source], controlled=True)
+    named = workload_fields(analyze_rule((source,)), controlled=True)
     if named is None:
         return
     controlled = [facts for facts in workloads() if facts["controlled"] is True]
@@ -176,8 +184,8 @@ nested_expressions = st.recursive(leaves | _NESTED, _compound, max_leaves=6)
 
 
 def _projected(facts: dict[str, Any], source: str) -> dict[str, Any] | None:
-    """What the engine's activation holds for ``source`` alone (scanner/engine.py)."""
-    found = projection([source])
+    """What the engine's activation holds for ``source`` alone (scanner/evaluate/loop.py)."""
+    found = projection(analyze_rule((source,)))
     if found is None:
         return None
     projected = {field: facts[field] for field in found if field in facts}

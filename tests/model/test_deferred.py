@@ -18,13 +18,15 @@ import pytest
 
 import scanner.pipeline
 from benchmarks.snapshot import write_snapshot
-from scanner import audit
-from scanner.deferral import reads_instance_facts_only
+from scanner.audit import run as audit
+from scanner.cel.analysis import analyze_rule
+from scanner.evaluate.optimize.projection import reads_instance_facts_only
 from scanner.inventory import Inventory
 from scanner.model import Model, build_model
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
+from scanner.sources.yaml.document import parse_plain
 
 DUMP = Path(__file__).parents[1] / "audit" / "controlled" / "dump.yaml"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -59,18 +61,20 @@ def comparable(model: Model) -> dict[str, object]:
 
 def test_completed_facts_are_the_facts_computed_at_once(snapshot_path: Path) -> None:
     inventory = inventory_of(snapshot_path)
-    deferred = build_model(inventory)
+    deferred = build_model(inventory, read_yaml=parse_plain)
     waiting = [w for w in deferred.workloads if w.deferred is not None]
     assert waiting, "the snapshot has controlled pods"
     assert all(w.facts["controlled"] for w in waiting)
     assert not any(w.deferred for w in deferred.workloads if not w.facts["controlled"])
     for workload in deferred.workloads:
         workload.complete()
-    assert comparable(deferred) == comparable(build_model(inventory, defer=False))
+    assert comparable(deferred) == comparable(
+        build_model(inventory, defer=False, read_yaml=parse_plain)
+    )
 
 
 def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
-    model = build_model(inventory_of(DUMP))
+    model = build_model(inventory_of(DUMP), read_yaml=parse_plain)
     pod = next(w for w in model.workloads if w.obj.name == "embedder-6d9f-x1")
     assert pod.deferred is not None
     facts = pod.facts
@@ -78,7 +82,9 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
     assert facts["gpu"] and not facts["pending"]
     assert facts["runningShared"] and facts["ns"]["name"] == "team-a"
     assert "containers" not in facts and "targets" not in facts
-    assert set(facts) == INSTANCE_FACTS  # exact: scanner/deferral.py relies on it
+    assert (
+        set(facts) == INSTANCE_FACTS
+    )  # exact: scanner/evaluate/optimize/projection.py relies on it
     complete = pod.complete()
     assert complete is facts  # completed in place: subjects already hold this dict
     assert {"containers", "targets", "diagnosis", "serviceAccount", "volumes"} <= set(facts)
@@ -87,7 +93,7 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
 
 def test_completing_one_workload_changes_no_other_fact() -> None:
     inventory = inventory_of(DUMP)
-    model = build_model(inventory)
+    model = build_model(inventory, read_yaml=parse_plain)
     before = comparable(model)
     pod = next(w for w in model.workloads if w.deferred is not None)
     pod.complete()
@@ -110,7 +116,6 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("(workload.controlled ? [] : workload.targets).map(t, t.pool)", True),
         ("{'a': workload.controlled ? 1 : size(workload.containers)}", True),
         ("workload.controlled ? (workload.gpu ? 1 : 2) : size(workload.containers)", True),
-        ("workload.controlled ? workload.gpu ? 1 : 2 : size(workload.containers)", True),
         ("{workload.controlled ? 'a' : size(workload.containers) > 1 ? 'b' : 'c': 1}", True),
         # any read of a deferred fact that may run
         ("workload.containers.map(c, c.name)", False),
@@ -132,13 +137,19 @@ def test_completing_one_workload_changes_no_other_fact() -> None:
         ("size(workload) > 3", False),
         ("workload.all(k, k != '')", False),
         ('workload["containers"]', False),
-        ('workload.name + r"\\"', False),
-        ('workload.name + """x"""', False),
-        ("workload.name // comment", False),
+        ("workload[x]", False),
+        ("[1].exists(workload, workload.controlled ? 1 : workload.targets)", True),
+        ("[1].exists(c, .workload.controlled ? 1 : size(.workload.targets) > 0)", True),
+        # comments, raw and triple-quoted strings, optional syntax: read from the parse
+        ('workload.name + r"\\d"', True),
+        ('workload.name + """x"""', True),
+        ("workload.name // comment, workload.targets", True),
+        ("workload.?name.orValue('')", True),
+        ("workload.?targets.orValue([])", False),
     ],
 )
 def test_which_rules_run_on_instance_facts(source: str, light: bool) -> None:
-    assert reads_instance_facts_only([source]) is light
+    assert reads_instance_facts_only(analyze_rule((source,))) is light
 
 
 def rule_file(rule_id: str, violations: str) -> str:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from scanner.inventory import KubeObject, LineMap, Origin
-from scanner.model.dra import GPU_DRIVER_SELECTOR, DraResolver
+from scanner.model.dra import DraResolver, selects_gpu_driver
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Workload, build_workloads
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 DRA_FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "crds" / "dra.yaml"
 
@@ -195,10 +195,17 @@ def test_device_class_gpu_by_name_or_by_driver_selector() -> None:
         ('device.driver == "compute-domain.nvidia.com"', False),
         ('device.attributes["gpu.nvidia.com"].index == 0', False),
         ('device.driver == "gpu.nvidia.com.evil"', False),
+        # read from the parse, not the text
+        ('device.driver == r"gpu.nvidia.com" // the GPU driver', True),
+        ('device.driver == """gpu.nvidia.com"""', True),
+        ('// device.driver == "gpu.nvidia.com"\ndevice.driver == "x"', False),
+        ('device.driver == "x" || "device.driver == \'gpu.nvidia.com\'" == ""', False),
+        ('[1].all(device, device.driver == "gpu.nvidia.com")', False),  # another variable
+        ('device.driver == "gpu.nvidia.com" &&', False),  # not CEL
     ],
 )
 def test_gpu_driver_selector(expression: str, gpu: bool) -> None:
-    assert bool(GPU_DRIVER_SELECTOR.search(expression)) is gpu
+    assert selects_gpu_driver(expression) is gpu
 
 
 def test_entries_without_a_reference_are_skipped() -> None:

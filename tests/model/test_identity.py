@@ -4,11 +4,12 @@ from typing import Any
 
 import pytest
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.identity import attach_service_accounts, service_account_facts
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import build_workloads
+from scanner.sources.yaml.document import parse_plain
 
 
 def obj(body: dict[str, Any]) -> KubeObject:
@@ -103,9 +104,9 @@ def test_service_account_facts_without_metadata() -> None:
 def test_eks_pod_identity_accounts_listed_in_config_are_bound() -> None:
     """EKS Pod Identity associations made with Terraform leave no object in the
     cluster: config ``workloadIdentityAccounts`` lists the accounts (globs)."""
-    from scanner.config import Config
+    from scanner.config.values import Config
     from scanner.model import build_model
-    from scanner.sources.yamldoc import parse_stream
+    from scanner.sources.yaml.document import parse_stream
 
     text = (
         "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: trainer, namespace: batch-7}\n"
@@ -116,7 +117,7 @@ def test_eks_pod_identity_accounts_listed_in_config_are_bound() -> None:
         "spec: {serviceAccountName: web, containers: [{name: c}]}\n"
     )
     config = Config(workload_identity_accounts=("batch-*/*",))
-    model = build_model(parse_stream(text, "t.yaml"), config, defer=False)
+    model = build_model(parse_stream(text, "t.yaml"), config, defer=False, read_yaml=parse_plain)
     accounts = {w.obj.name: w.facts["serviceAccount"] for w in model.workloads}
     assert (accounts["a"]["identity"], accounts["a"]["provider"]) == (
         "config workloadIdentityAccounts",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scanner.config import AdminSubject, Config
+from scanner.config.values import AdminSubject, Config
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
 from scanner.model.rbac import rbac_facts

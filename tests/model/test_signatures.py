@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from scanner.config import Config
+from scanner.config.values import Config
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import namespace_facts

@@ -24,7 +24,7 @@ from scanner.kinds import (
 )
 from scanner.model import UNCHECKED_SHOWN, unchecked_pod_specs
 from scanner.model.workloads import Workload, build_workloads
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 
 CRDS = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
 MARKER = re.compile(r"#\s*pod-spec:(?P<template>.*)$")

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from scanner.findings import (
+from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
+from scanner.findings.records import (
     Finding,
     Level,
     Location,
@@ -23,9 +24,10 @@ from scanner.findings import (
     Suppression,
     sort_findings,
 )
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, RunStats, writer_for
-from scanner.ruledoc import RuleDoc
+from scanner.reporters import PLAIN, Display, writer_for
+from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
 NODE = ObjectRef("v1", "Node", "", "gpu-node-1")
@@ -127,6 +129,35 @@ NOTIFICATIONS = (
 )
 
 
+POLICY = PolicyRecord(
+    source="git-ref",
+    path=".poolgate.yaml",
+    sha256="a" * 64,
+    ref="origin/main",
+    commit="c" * 40,
+    rule_files=(PolicyFile("policy/rules/ACME001.yaml", "b" * 64, "git-ref"),),
+    baseline=PolicyFile("poolgate-baseline.json", "d" * 64, "git-ref"),
+    compared=Comparison("origin/main", "c" * 40, (PolicyChange("k8s/.poolgate.yaml", "added"),)),
+)
+"""A run whose policy came from a pull request's base, which the pull request changes."""
+
+POLICY_JSON = {
+    "path": ".poolgate.yaml",
+    "source": "git-ref",
+    "ref": "origin/main",
+    "commit": "c" * 40,
+    "sha256": "a" * 64,
+    "ruleFiles": [{"path": "policy/rules/ACME001.yaml", "source": "git-ref", "sha256": "b" * 64}],
+    "baseline": {"path": "poolgate-baseline.json", "source": "git-ref", "sha256": "d" * 64},
+    "workTreeChanges": {
+        "ref": "origin/main",
+        "commit": "c" * 40,
+        "files": [{"path": "k8s/.poolgate.yaml", "change": "added"}],
+    },
+}
+"""``POLICY`` as the JSON report's ``config`` and SARIF's ``poolgateConfig`` spell it."""
+
+
 def _make_report(**changes: object) -> Report:
     report = Report(
         findings=FINDINGS,
@@ -151,12 +182,13 @@ def report() -> Report:
 
 
 @pytest.fixture
-def render() -> Callable[[Report, str], str]:
-    """Run a format's registered writer into a string, the way the CLI would."""
+def render() -> Callable[..., str]:
+    """Run a format's registered writer into a string, the way the CLI would: the
+    report, the format and (for the reports for people) a ``Display``."""
 
-    def run(report: Report, fmt: str) -> str:
+    def run(report: Report, fmt: str, display: Display = PLAIN) -> str:
         stream = io.StringIO()
-        writer_for(fmt)(report, stream)
+        writer_for(fmt, display)(report, stream)
         return stream.getvalue()
 
     return run

@@ -13,9 +13,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.findings import Finding, Level, Location
+from scanner.findings.records import Finding, Level, Location
+from scanner.findings.report import Report
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, blockyaml
+from scanner.reporters import blockyaml
 from scanner.reporters import policyreport as pr
 
 from .conftest import RULES

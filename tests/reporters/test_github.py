@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scanner.findings import Finding, Level, Location
-from scanner.reporters import Report
+from scanner.findings.records import Finding, Level, Location
+from scanner.findings.report import Report
+from scanner.reporters import Display
 from scanner.reporters.github import escape_data, escape_property
 
-Render = Callable[[Report, str], str]
+from .conftest import POLICY
+
+Render = Callable[..., str]
 
 
 def test_one_command_per_visible_finding_then_notifications_then_summary(
@@ -31,7 +34,7 @@ def test_one_command_per_visible_finding_then_notifications_then_summary(
 def test_suppressed_finding_shown_on_request_is_a_notice(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    output = render(make_report(show_suppressed=True), "github")
+    output = render(make_report(), "github", Display(show_suppressed=True))
     assert (
         "::notice file=k8s/train.yaml,line=20,col=7,title=PG204 pool-toleration (suppressed)"
         "::no toleration for taint nvidia.com/gpu "
@@ -77,3 +80,13 @@ def test_control_characters_from_manifests_are_shown_as_escapes(
     line = render(make_report(findings=(hostile,), notifications=()), "github").splitlines()[0]
     assert line.endswith("::GPU Deployment tr\\x01ain in namespace ml\\x1b[2J")
     assert "\x1b" not in line and "\x01" not in line
+
+
+def test_the_log_names_the_config_before_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    lines = render(make_report(policy=POLICY), "github").splitlines()
+    assert lines[-2].startswith(
+        f"poolgate: config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 "
+    )
+    assert lines[-1].startswith("poolgate: 3 findings")

@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from scanner.reporters import Report
+from scanner.config.provenance import PolicyRecord
+from scanner.findings.report import Report, RunStats
 from scanner.reporters import json as json_reporter
 from scanner.reporters.json import to_document
+
+from .conftest import POLICY, POLICY_JSON
 
 Render = Callable[[Report, str], str]
 
@@ -21,8 +24,9 @@ def _load(report: Report, render: Render) -> dict[str, Any]:
 
 def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
     document = _load(report, render)
-    assert list(document) == ["version", "tool", "summary", "findings", "notifications"]
+    assert list(document) == ["version", "tool", "config", "summary", "findings", "notifications"]
     assert document["version"] == 1
+    assert document["config"] is None  # a report built without a policy record
     assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}
     assert document["summary"] == {
         "findings": 3,
@@ -36,6 +40,26 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
         "files": 4,
         "objects": 12,
         "skippedDocuments": 2,
+    }
+
+
+def test_the_config_record_names_source_digests_and_work_tree_changes(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    document = _load(make_report(policy=POLICY, stats=RunStats(files=1, baselined=4)), render)
+    assert document["config"] == POLICY_JSON
+    assert document["summary"]["suppressed"] == 1
+    assert document["summary"]["baselined"] == 4
+    defaults = _load(make_report(policy=PolicyRecord(source="defaults")), render)["config"]
+    assert defaults == {
+        "path": None,
+        "source": "defaults",
+        "ref": None,
+        "commit": None,
+        "sha256": None,
+        "ruleFiles": [],
+        "baseline": None,
+        "workTreeChanges": None,
     }
 
 

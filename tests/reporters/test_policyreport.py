@@ -20,9 +20,10 @@ import policyreport_crd
 import pytest
 import yaml
 
-from scanner.findings import Finding, Level, Location, Notification
+from scanner.findings.records import Finding, Level, Location, Notification
+from scanner.findings.report import Report
 from scanner.inventory import ObjectRef
-from scanner.reporters import FORMATS, Report
+from scanner.reporters import FORMATS
 from scanner.reporters import policyreport as pr
 
 from .conftest import NODE, RULES

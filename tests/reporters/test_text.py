@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scanner.findings import Finding, Level, Location
-from scanner.reporters import Report, RunStats
+from scanner.config.provenance import PolicyRecord
+from scanner.findings.records import Finding, Level, Location
+from scanner.findings.report import Report, RunStats
+from scanner.reporters import Display
 
-Render = Callable[[Report, str], str]
+from .conftest import POLICY
+
+Render = Callable[..., str]
 
 
 def test_findings_are_grouped_under_their_file(report: Report, render: Render) -> None:
@@ -44,7 +48,7 @@ def test_suppressed_findings_are_hidden_by_default(report: Report, render: Rende
 def test_suppressed_findings_shown_on_request(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    output = render(make_report(show_suppressed=True), "text")
+    output = render(make_report(), "text", Display(show_suppressed=True))
     assert (
         "k8s/train.yaml:20:7 warning PG204 no toleration for taint nvidia.com/gpu "
         "[suppressed in-source: pool is untainted during migration]"
@@ -58,12 +62,14 @@ def test_verbose_counts_skipped_documents(
     make_report: Callable[..., Report], render: Render
 ) -> None:
     assert "2 non-Kubernetes documents skipped" not in render(make_report(), "text")
-    assert "2 non-Kubernetes documents skipped" in render(make_report(verbose=True), "text")
+    assert "2 non-Kubernetes documents skipped" in render(
+        make_report(), "text", Display(verbose=True)
+    )
 
 
 def test_colour_only_when_asked(make_report: Callable[..., Report], render: Render) -> None:
     assert "\x1b[" not in render(make_report(), "text")
-    coloured = render(make_report(color=True), "text")
+    coloured = render(make_report(), "text", Display(color=True))
     assert "\x1b[31merror\x1b[0m PG301" in coloured
     assert "\x1b[35mrule-error\x1b[0m PG103" in coloured
 
@@ -89,3 +95,27 @@ def test_control_characters_from_manifests_cannot_drive_the_terminal(
     assert "\x1b" not in output
     assert "\u202e" not in output
     assert r"name \x1b[2Jcleared\nfake line \u202eevil\u2028next pri\u200bvileged\u200f" in output
+
+
+def test_the_config_line_names_the_policy_before_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    lines = render(make_report(policy=POLICY), "text").splitlines()
+    assert lines[-2] == (
+        f"config: .poolgate.yaml from origin/main (commit {'c' * 12}), sha256 {'a' * 64}; "
+        f"1 rule file; baseline poolgate-baseline.json, sha256 {'d' * 64}; "
+        f"1 policy file differs from origin/main (commit {'c' * 12}) in the work tree"
+    )
+    assert lines[-1].startswith("3 findings (2 errors, 1 note)")
+    clean = make_report(
+        findings=(), notifications=(), stats=RunStats(files=1), policy=PolicyRecord("defaults")
+    )
+    assert render(clean, "text") == (
+        "config: built-in defaults (no .poolgate.yaml found)\nno findings in 1 file\n"
+    )
+    work_tree = PolicyRecord("work-tree", "k8s/\x1b[2J.poolgate.yaml", "e" * 64)
+    shown = render(make_report(findings=(), notifications=(), policy=work_tree), "text")
+    assert (
+        shown.splitlines()[0]
+        == f"config: k8s/\\x1b[2J.poolgate.yaml (work tree), sha256 {'e' * 64}"
+    )

@@ -1,5 +1,5 @@
 """Integers, keys and scalars of snapshots and list responses as the API server
-stores them (scanner/sources/numbers.py; YAML snapshots as manifests are read): CEL
+stores them (scanner/sources/yaml/numbers.py; YAML snapshots as manifests are read): CEL
 can represent every value an audit reads, so a rule gives the same answer whether
 guards, field selection or CEL decide it.
 
@@ -20,12 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner import audit, engine, guards
+from scanner.audit import run as audit
 from scanner.cel import cpp_available
 from scanner.errors import UsageError
+from scanner.evaluate.optimize import guards, projection
 from scanner.pipeline import ScanOptions, load_ruleset
-from scanner.sources import apihttp, numbers, snapshot
-from scanner.sources.yamldoc import parse_plain
+from scanner.sources import apihttp, snapshot
+from scanner.sources.yaml import numbers
+from scanner.sources.yaml.document import parse_plain
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 BIG = 2**64  # past int64
@@ -248,7 +250,7 @@ def test_findings_on_a_large_integer_do_not_depend_on_guards_or_fields(
 
     optimized = run()
     monkeypatch.setattr(guards, "ENGINES", frozenset())
-    monkeypatch.setattr(engine, "CONVERTING", frozenset())
+    monkeypatch.setattr(projection, "ENGINES", frozenset())
     plain = run()
     assert optimized == plain
     first = [f for f in plain if f[1].endswith("/p0")]

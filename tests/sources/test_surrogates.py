@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from cli_run import poolgate
 
-from scanner.sources import surrogates
 from scanner.sources.snapshot import read
+from scanner.sources.yaml import surrogates
 
 POD = (
     '{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod",'

@@ -18,9 +18,9 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, ObjectRef, Origin
-from scanner.sources import yamldoc
-from scanner.sources.yamldoc import _Loader, parse_plain, parse_stream
-from scanner.sources.yamllimits import first_too_deep, may_nest_deeply
+from scanner.sources.yaml import document as yamldoc
+from scanner.sources.yaml.document import _Loader, parse_plain, parse_stream
+from scanner.sources.yaml.limits import first_too_deep, may_nest_deeply
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -147,7 +147,7 @@ def test_keys_and_paths_are_one_string_across_documents() -> None:
 def test_the_path_cache_empties_past_its_bound_and_answers_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from scanner.sources import yamlwalk
+    from scanner.sources.yaml import walk as yamlwalk
 
     before = only_object(parse(DEPLOYMENT))
     monkeypatch.setattr(yamlwalk, "_PATH_CACHE_CHARS", 10)
@@ -782,7 +782,7 @@ def test_nesting_past_the_limit_is_refused_and_the_stream_goes_on() -> None:
 
 _DEEP_SCRIPT = """
 import sys
-from scanner.sources.yamldoc import parse_stream
+from scanner.sources.yaml.document import parse_stream
 inventory = parse_stream(sys.stdin.read(), "deep.yaml")
 print([o.name for o in inventory.objects], [(i.rule_id, i.message) for i in inventory.invalid])
 """

@@ -1,0 +1,314 @@
+"""One ``.poolgate.yaml`` read, validated and converted into the typed ``Config``.
+
+The text is parsed with the project's YAML reader (positions kept for messages),
+checked against the published schema (``scanner.config.validation``), and
+converted; every problem of the file is reported at once, before any scanning.
+Its ``ruleDirs`` must stay inside the repository that holds it. ``parse`` takes
+the file's bytes and a check for its ``ruleDirs``, so a config read from a git
+commit (``scanner.policy``) goes through the same validation. Which file
+a scan uses is ``scanner.config.discovery``'s decision.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from scanner.config import validation
+from scanner.config.validation import describe, line_of
+from scanner.config.values import AdminSubject, Config, Exemption, Require, RuleOverride
+from scanner.errors import ConfigError, printable
+from scanner.findings.records import Level
+from scanner.inventory import LineMap, join_path
+from scanner.sources.yaml import surrogates
+from scanner.sources.yaml.document import parse_plain
+
+CONFIG_FILE_NAME: Final = ".poolgate.yaml"
+API_VERSION: Final = "poolgate.io/v1alpha1"
+KIND: Final = "GpuPoolGate"
+MAX_CONFIG_SIZE: Final = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A configuration and what loading it had to say."""
+
+    config: Config
+    warnings: tuple[str, ...] = ()
+    """One line each: ``FILE:LINE: unknown key spec.x (ignored)``."""
+    path: Path | None = None
+    """The file read; ``None`` when no file was found (built-in defaults)."""
+    sha256: str = ""
+    """SHA-256 of the file's bytes (hex); empty for the built-in defaults."""
+
+
+RuleDirCheck = Callable[[str], tuple[str, str]]
+"""A ``spec.ruleDirs`` entry -> (the directory to load, "") or ("", the problem)."""
+
+
+def load(path: Path) -> LoadedConfig:
+    """Read, validate and convert one config file; ``ConfigError`` lists every problem."""
+    shown = display_path(path)
+    try:
+        if path.stat().st_size > MAX_CONFIG_SIZE:
+            raise ConfigError(f"{shown}: larger than {MAX_CONFIG_SIZE // 1024} KiB")
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{shown}: cannot read: {error.strerror or error}") from None
+    return parse(data, path, shown, _work_tree_dirs(path, shown))
+
+
+def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> LoadedConfig:
+    """Validate and convert a config file's bytes. ``path`` becomes ``Config.source``
+    (where the file sits in the work tree: findings and notifications name it by
+    its repository path), ``shown`` names it in messages, and ``rule_dir`` checks
+    and resolves each ``spec.ruleDirs`` entry. ``ConfigError`` lists every problem."""
+    if len(data) > MAX_CONFIG_SIZE:
+        raise ConfigError(f"{shown}: larger than {MAX_CONFIG_SIZE // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{shown}: cannot read: {error}") from None
+    documents, parse_problems = parse_plain(text)
+    if parse_problems:
+        _raise([f"{shown}:{line}:{column}: {message}" for message, line, column in parse_problems])
+    if len(documents) != 1:
+        what = "is empty" if not documents else "holds more than one YAML document"
+        raise ConfigError(f"{shown}:1: {what}; expected one {KIND} object")
+    body, positions = documents[0]
+    if not isinstance(body, dict):
+        raise ConfigError(f"{shown}:1: expected a {KIND} mapping, got {describe(body)}")
+    if surrogates.may_hold(text):
+        # As in manifests: cel-cpp ends a string at a NUL, so a guard comparing the
+        # name in Python (scanner/evaluate/optimize/guards.py) would disagree with CEL about it.
+        body = surrogates.replaced(body)
+    lines = LineMap(positions)
+    problems, warnings = validation.check(body, lines, shown)
+    if problems:
+        _raise(problems)
+    config = _convert(body, lines, path, shown, problems, rule_dir)
+    if problems:
+        _raise(problems)
+    return LoadedConfig(config, tuple(warnings), path, hashlib.sha256(data).hexdigest())
+
+
+def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any]]) -> None:
+    """Rule ids in ``spec.rules`` and ``spec.exemptions`` must name loaded rules
+    (``defaults``: rule id -> the params its file declares), and ``params`` may set
+    only parameters the rule declares, each of its default's type: a misspelt or
+    mistyped parameter would otherwise leave the default in force unseen, or turn
+    every evaluation of the rule into an error."""
+    shown = display_path(Path(config.source)) if config.source else CONFIG_FILE_NAME
+    problems: list[str] = []
+    for rule_id, override in config.rules.items():
+        where = f"{shown}:{override.line}: {join_path('spec.rules', rule_id)}"
+        if rule_id not in defaults:
+            problems.append(f"{where}: unknown rule id {rule_id}")
+            continue
+        declared = defaults[rule_id]
+        for name, value in override.params.items():
+            field_path = join_path(join_path(where, "params"), str(name))
+            if name not in declared:
+                has = ", ".join(sorted(map(str, declared))) or "none"
+                problems.append(f"{field_path}: {rule_id} has no parameter {name} (it has: {has})")
+            elif not _same_type(declared[name], value):
+                problems.append(
+                    f"{field_path}: {_type_name(value)} where the rule's default is "
+                    f"{_type_name(declared[name])} ({json.dumps(declared[name])})"
+                )
+    problems += [
+        f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id {exemption.rule}"
+        for index, exemption in enumerate(config.exemptions)
+        if exemption.rule not in defaults
+    ]
+    if any("unknown rule id" in problem for problem in problems):
+        _raise(problems, hint="see `poolgate rules list`; user rules need --rules or spec.ruleDirs")
+    if problems:
+        _raise(problems, hint="`poolgate rules show ID` lists a rule's parameters")
+
+
+def _type_name(value: object) -> str:
+    """A parameter value's type as CEL names it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "null" if value is None else "map"
+
+
+def _same_type(default: object, value: object) -> bool:
+    """Whether a config value may replace a parameter's default: the same CEL type (a
+    whole number for a double is one), or any value for a null default."""
+    if default is None:
+        return True
+    wanted, given = _type_name(default), _type_name(value)
+    return given == wanted or (wanted == "double" and given == "int")
+
+
+def _raise(problems: list[str], hint: str = "") -> None:
+    """One error line per problem (keys and values from the file escaped: ``printable``)."""
+    if len(problems) == 1:
+        raise ConfigError(printable(problems[0]), hint=hint)
+    raise ConfigError(f"{len(problems)} config problems:", hint=hint, lines=problems)
+
+
+def _convert(
+    body: Mapping[str, Any],
+    lines: LineMap,
+    path: Path,
+    shown: str,
+    problems: list[str],
+    rule_dir: RuleDirCheck,
+) -> Config:
+    """The validated document as a ``Config``; semantic problems are appended to ``problems``."""
+    spec: Mapping[str, Any] = body.get("spec") or {}
+    require = _require(spec.get("require") or {})
+    values: dict[str, Any] = {"require": require, "source": str(path)}
+    for key, attribute in (
+        ("operatorNamespaces", "operator_namespaces"),
+        ("systemNamespaces", "system_namespaces"),
+        ("poolLabels", "pool_labels"),
+        ("workloadIdentityKeys", "workload_identity_keys"),
+        ("workloadIdentityAccounts", "workload_identity_accounts"),
+    ):
+        if key in spec:
+            values[attribute] = tuple(spec[key])
+    for key, attribute in (
+        ("trustDomainLabel", "trust_domain_label"),
+        ("skuLabel", "sku_label"),
+        ("extendedResourceToleration", "extended_resource_toleration"),
+    ):
+        if key in spec:
+            values[attribute] = spec[key]
+    values["admins"] = tuple(
+        AdminSubject(item["kind"], item["name"], item.get("namespace", ""))
+        for item in spec.get("admins", ())
+    )
+    values["rules"] = {
+        rule_id: RuleOverride(
+            level=Level.parse(item["level"]) if "level" in item else None,
+            enabled=item.get("enabled"),
+            params=dict(item.get("params", {})),
+            line=line_of(lines, join_path("spec.rules", str(rule_id))),
+        )
+        for rule_id, item in (spec.get("rules") or {}).items()
+    }
+    values["rule_dirs"] = tuple(
+        _rule_dirs(spec.get("ruleDirs", ()), lines, shown, problems, rule_dir)
+    )
+    values["exemptions"] = tuple(_exemptions(spec.get("exemptions", ()), lines, shown, problems))
+    return Config(**values)
+
+
+def _require(section: Mapping[str, Any]) -> Require:
+    defaults = Require()
+    runtime_class = section.get("runtimeClass", defaults.runtime_class)
+    network_policy = section.get("networkPolicy", defaults.network_policy)
+    return Require(
+        runtime_class=runtime_class if runtime_class is not False else "",
+        image_digest_pin=section.get("imageDigestPin", defaults.image_digest_pin),
+        signature_verify=section.get("signatureVerify", defaults.signature_verify),
+        pod_security=section.get("podSecurity", defaults.pod_security),
+        network_policy=network_policy if network_policy is not False else "",
+        workload_identity=section.get("workloadIdentity", defaults.workload_identity),
+        time_slice_same_trust_only=section.get(
+            "timeSliceSameTrustOnly", defaults.time_slice_same_trust_only
+        ),
+        forbid_node_wide_object_iam=section.get(
+            "forbidNodeWideObjectIAM", defaults.forbid_node_wide_object_iam
+        ),
+    )
+
+
+def _rule_dirs(
+    entries: Iterable[str],
+    lines: LineMap,
+    shown: str,
+    problems: list[str],
+    rule_dir: RuleDirCheck,
+) -> Iterable[str]:
+    for index, entry in enumerate(entries):
+        directory, problem = rule_dir(entry)
+        if problem:
+            line = line_of(lines, f"spec.ruleDirs[{index}]")
+            problems.append(f"{shown}:{line}: spec.ruleDirs[{index}]: {entry}: {problem}")
+        else:
+            yield directory
+
+
+def _work_tree_dirs(path: Path, shown: str) -> RuleDirCheck:
+    """The check of a work-tree config's rule directories: each inside the repository
+    that holds the config (the config's own directory outside a repository), symlinks
+    resolved: a pull request's ``.poolgate.yaml`` must not make its CI job read files
+    elsewhere on the runner (``/``, ``../../.kube``) and print them in rule errors."""
+    base = Path(os.path.abspath(path)).parent
+    root = _repository(base).resolve()
+
+    def check(entry: str) -> tuple[str, str]:
+        directory = base / entry
+        if not directory.is_dir():
+            return "", f"no such directory (relative to {display_path(base)})"
+        if not directory.resolve().is_relative_to(root):
+            return "", (
+                f"outside the repository ({display_path(root)}); a config's rule "
+                "directories must be inside it (give others with --rules)"
+            )
+        return str(directory), ""
+
+    return check
+
+
+def _repository(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding ``.git``, else ``start``."""
+    for candidate in (start, *start.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return start
+
+
+def _exemptions(
+    entries: Iterable[Mapping[str, Any]], lines: LineMap, shown: str, problems: list[str]
+) -> Iterable[Exemption]:
+    for index, entry in enumerate(entries):
+        where = f"spec.exemptions[{index}]"
+        expires = None
+        if "expires" in entry:
+            try:
+                expires = datetime.date.fromisoformat(entry["expires"])
+            except ValueError:
+                line = line_of(lines, f"{where}.expires")
+                problems.append(
+                    f"{shown}:{line}: {where}.expires: {entry['expires']} is not a calendar date"
+                )
+                continue
+        match = entry.get("match") or {}
+        yield Exemption(
+            rule=entry["rule"],
+            namespace=match.get("namespace", ""),
+            kind=match.get("kind", ""),
+            name=match.get("name", ""),
+            reason=str(entry.get("reason", "")).strip(),
+            expires=expires,
+            line=line_of(lines, where),
+        )
+
+
+def display_path(path: Path) -> str:
+    """``path`` as the user would type it: relative to the working directory when under it."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,139 @@
+"""The run's configuration as a frozen, typed value.
+
+Defaults are the full security floor of DESIGN.md ("with no config file, every
+``require`` switch is on"). ``scanner.config.file`` reads ``.poolgate.yaml`` into
+this value; rules see a read-only view of it as the CEL variable ``config``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanner.findings.records import Level
+
+DEFAULT_POOL_LABELS: tuple[str, ...] = (
+    "pool",
+    "cloud.google.com/gke-nodepool",
+    "karpenter.sh/nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    """The ``spec.require`` switches of the security floor."""
+
+    runtime_class: str = "nvidia"
+    """RuntimeClass GPU workloads must use; empty (``false`` in the file) turns PG103 off."""
+    image_digest_pin: bool = True
+    signature_verify: bool = True
+    pod_security: str = "restricted"
+    """``privileged`` | ``baseline`` | ``restricted``."""
+    network_policy: str = "deny-by-default"
+    """Empty (``false`` in the file) turns the default-deny requirement off."""
+    workload_identity: bool = True
+    time_slice_same_trust_only: bool = True
+    forbid_node_wide_object_iam: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RuleOverride:
+    """Per-rule settings from ``spec.rules.<ID>``; ``None`` keeps the rule's default."""
+
+    level: Level | None = None
+    enabled: bool | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    line: int = 0
+    """Line of the rule id in the config file (0 when not from a file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdminSubject:
+    """An RBAC subject allowed to act in the operator namespaces (``spec.admins``, PG306)."""
+
+    kind: str
+    """``User`` | ``Group`` | ``ServiceAccount``."""
+    name: str
+    namespace: str = ""
+    """Only for ``ServiceAccount`` subjects."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exemption:
+    """``spec.exemptions[i]``: findings of ``rule`` on matching objects are suppressed.
+
+    ``namespace``, ``kind`` and ``name`` are patterns where ``*`` matches any run of
+    characters; an empty pattern matches everything. An exemption without a
+    ``reason``, or past its ``expires`` date, does not suppress and is reported.
+    """
+
+    rule: str
+    namespace: str = ""
+    kind: str = ""
+    name: str = ""
+    reason: str = ""
+    expires: datetime.date | None = None
+    """Last day the exemption applies; ``None`` for no expiry."""
+    line: int = 0
+    """Line of the exemption in the config file (0 when not from a file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    require: Require = field(default_factory=Require)
+    operator_namespaces: tuple[str, ...] = ("gpu-operator", "nvidia-gpu-operator")
+    system_namespaces: tuple[str, ...] = ("kube-system",)
+    trust_domain_label: str = "poolgate.io/trust-domain"
+    sku_label: str = "sku"
+    pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
+    extended_resource_toleration: bool = False
+    """The cluster runs the ExtendedResourceToleration admission plugin (RULES.md, "Targeting")."""
+    workload_identity_keys: tuple[str, ...] = ()
+    """ServiceAccount annotation keys that also grant workload identity, besides the
+    built-in GKE, EKS and Azure ones."""
+    workload_identity_accounts: tuple[str, ...] = ()
+    """ServiceAccounts (``namespace/name``, globs) bound to a workload identity outside
+    Kubernetes: EKS Pod Identity associations made with Terraform, eksctl or the API."""
+    admins: tuple[AdminSubject, ...] = ()
+    rules: Mapping[str, RuleOverride] = field(default_factory=dict)
+    rule_dirs: tuple[str, ...] = ()
+    """Absolute paths (the file gives them relative to itself)."""
+    exemptions: tuple[Exemption, ...] = ()
+    source: str = ""
+    """The file this config came from; empty for built-in defaults."""
+
+    def cel_view(self) -> dict[str, Any]:
+        """What rules see as ``config``: plain values, camelCase like the config file.
+
+        Rule settings, rule directories and exemptions are not rule-facing and stay out.
+        """
+        require = self.require
+        return {
+            "require": {
+                "runtimeClass": require.runtime_class,
+                "imageDigestPin": require.image_digest_pin,
+                "signatureVerify": require.signature_verify,
+                "podSecurity": require.pod_security,
+                "networkPolicy": require.network_policy,
+                "workloadIdentity": require.workload_identity,
+                "timeSliceSameTrustOnly": require.time_slice_same_trust_only,
+                "forbidNodeWideObjectIAM": require.forbid_node_wide_object_iam,
+            },
+            "operatorNamespaces": list(self.operator_namespaces),
+            "systemNamespaces": list(self.system_namespaces),
+            "trustDomainLabel": self.trust_domain_label,
+            "skuLabel": self.sku_label,
+            "poolLabels": list(self.pool_labels),
+            "extendedResourceToleration": self.extended_resource_toleration,
+            "workloadIdentityKeys": list(self.workload_identity_keys),
+            "workloadIdentityAccounts": list(self.workload_identity_accounts),
+            "admins": [
+                {"kind": admin.kind, "name": admin.name, "namespace": admin.namespace}
+                for admin in self.admins
+            ],
+        }

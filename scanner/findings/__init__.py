@@ -1,0 +1,1 @@
+"""Findings: the records every reporter reads, suppressions, baselines, drift."""

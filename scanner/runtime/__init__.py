@@ -1,0 +1,1 @@
+"""Process, memory and interpreter workarounds, fenced away from the stages."""
