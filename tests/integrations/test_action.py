@@ -32,6 +32,7 @@ import sys
 import tomllib
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -111,11 +112,12 @@ def test_every_action_reference_is_pinned_by_commit() -> None:
         "actions/cache/restore",
         "actions/cache/save",
         "github/codeql-action/upload-sarif",
+        "actions/upload-artifact",
     ]
     for step in steps:
         assert PINNED.match(step["uses"]), step["uses"]
     text = ACTION.read_text()
-    for name in ("actions/cache/restore", "actions/cache/save", "upload-sarif"):
+    for name in ("actions/cache/restore", "actions/cache/save", "upload-sarif", "upload-artifact"):
         assert re.search(rf"{name}@[0-9a-f]{{40}} # v\d+\.\d+\.\d+\n", text), name
 
 
@@ -175,16 +177,18 @@ def _pip_installs(script: str) -> list[list[str]]:
 
 def _assert_hash_pinned_install(script: str, source: str) -> None:
     """Two installs: everything but poolgate from the hash-pinned file, wheels only;
-    then poolgate's own source with nothing resolved, built or fetched."""
+    then poolgate's own source with nothing resolved, built or fetched. Neither
+    byte-compiles every module (most of the install's time)."""
     assert _pip_installs(script) == [
         [
+            "--no-compile",
             "--require-hashes",
             "--only-binary",
             ":all:",
             "--requirement",
             f"{source}/requirements/action.txt",
         ],
-        ["--no-deps", "--no-build-isolation", "--no-index", source],
+        ["--no-compile", "--no-deps", "--no-build-isolation", "--no-index", source],
     ]
 
 
@@ -316,6 +320,10 @@ class Runner:
     def uploads(self) -> list[dict[str, str]]:
         return [with_ for name, with_ in self.used if name == "github/codeql-action/upload-sarif"]
 
+    @property
+    def artifacts(self) -> list[dict[str, str]]:
+        return [with_ for name, with_ in self.used if name == "actions/upload-artifact"]
+
     def evaluate(self, expression: str) -> str:
         if "||" in expression:  # the first operand that is not empty
             values = (self.evaluate(part.strip()) for part in expression.split("||"))
@@ -325,7 +333,9 @@ class Runner:
             value: Any = self.github
             for part in parts[1:]:
                 value = value.get(part, {}) if isinstance(value, dict) else {}
-            return value if isinstance(value, str) else ""
+            if isinstance(value, bool):  # as the runner turns them into text
+                return "true" if value else "false"
+            return str(value) if isinstance(value, str | int) else ""
         if parts[0] == "inputs" and len(parts) == 2:
             return self.inputs[parts[1]]
         if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
@@ -422,6 +432,7 @@ def test_steps_scan_annotate_summarize_and_fail_on_a_bad_manifest(tmp_path: Path
     assert runner.outputs["scan"] == {
         "exit-code": "1",
         "sarif-file": "poolgate.sarif",
+        "reports-dir": "",
         "findings": "1",
     }
     assert runner.action_output("findings") == "1"
@@ -451,6 +462,7 @@ def test_steps_pass_on_a_clean_manifest_and_upload_can_be_turned_off(tmp_path: P
     assert runner.outputs["scan"] == {
         "exit-code": "0",
         "sarif-file": "out/p.sarif",
+        "reports-dir": "",
         "findings": "0",
     }
     assert runner.uploads == []
@@ -476,8 +488,13 @@ def test_inputs_are_data_never_shell(tmp_path: Path) -> None:
     assert not marker.exists()
     assert runner.outputs["scan"]["exit-code"] == "2"
     assert runner.outputs["scan"]["sarif-file"] == ""
-    # Nothing installed, so no download cache; no SARIF, no upload.
-    assert runner.skipped == ["restore", "actions/cache/save", "github/codeql-action/upload-sarif"]
+    # Nothing installed, so no download cache; no SARIF, no upload, no reports.
+    assert runner.skipped == [
+        "restore",
+        "actions/cache/save",
+        "github/codeql-action/upload-sarif",
+        "actions/upload-artifact",
+    ]
     assert "no such file or directory" in runner.logs["scan"].stderr
 
 
@@ -582,13 +599,22 @@ elif sys.argv[1:4] != ["-I", "-m", "pip"]:
             [
                 *pip,
                 "install",
+                "--no-compile",
                 "--require-hashes",
                 "--only-binary",
                 ":all:",
                 "--requirement",
                 requirements,
             ],
-            [*pip, "install", "--no-deps", "--no-build-isolation", "--no-index", str(ROOT)],
+            [
+                *pip,
+                "install",
+                "--no-compile",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                str(ROOT),
+            ],
             [*pip, "check"],
         ]
         assert [cache_dir for _, cache_dir in calls[2:5]] == [cache["path"]] * 3
@@ -660,8 +686,22 @@ def _pull_request(tmp_path: Path) -> tuple[Path, str]:
     return workspace, base
 
 
-def _pull_request_event(base: str) -> dict[str, Any]:
-    return {"event_name": "pull_request", "event": {"pull_request": {"base": {"sha": base}}}}
+REPOSITORY = "acme/gpu-platform"
+
+
+def _pull_request_event(base: str, head: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``github`` context of a ``pull_request`` event; ``head`` is the payload's
+    ``pull_request.head`` (by default a branch of this repository)."""
+    pull_request = {
+        "number": 7,
+        "base": {"sha": base, "repo": {"full_name": REPOSITORY, "fork": False}},
+        "head": head or {"repo": {"full_name": REPOSITORY, "fork": False}},
+    }
+    return {
+        "event_name": "pull_request",
+        "repository": REPOSITORY,
+        "event": {"pull_request": pull_request},
+    }
 
 
 def test_a_pull_request_is_judged_by_its_bases_policy(tmp_path: Path) -> None:
@@ -757,3 +797,204 @@ def test_the_summary_counts_suppressed_and_baselined_findings(tmp_path: Path) ->
     assert "**0 finding(s)**" in summary
     assert "Not counted above: 1 suppressed, 1 in the baseline." in summary
     assert "; baseline `bl.json`." in summary
+
+
+FORK = {"repo": {"full_name": "mallory/gpu-platform", "fork": True}}
+DELETED_FORK: dict[str, Any] = {"repo": None}
+"""A pull request whose fork was deleted since: the payload's ``head.repo`` is null."""
+
+
+@pytest.mark.parametrize("head", [FORK, DELETED_FORK], ids=["fork", "deleted-fork"])
+def test_a_pull_request_from_a_fork_gets_its_findings_without_an_upload(
+    tmp_path: Path, head: dict[str, Any]
+) -> None:
+    """A pull request from a fork runs with a read-only token, so the SARIF upload failed
+    and the job went red there, before the findings step. The upload is now left out
+    (``upload: auto``), and the findings still come as annotations and in the job
+    summary, which says why; the job still fails on the findings, as the last step."""
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "k8s/"}, github=_pull_request_event(base, head))
+    assert runner.run() == 1
+    assert runner.uploads == []
+    assert "github/codeql-action/upload-sarif" in runner.skipped
+    assert runner.outputs["plan"]["fork"] == "true"
+    assert "the SARIF is not uploaded to code scanning" in runner.logs["plan"].stdout
+    assert "::error file=k8s/app.yaml,line=13,col=13,title=PG301" in runner.logs["scan"].stdout
+    assert runner.outputs["scan"]["findings"] == "1"
+    summary = runner.summary.read_text()
+    assert "**1 finding(s)** (1 error, 0 warning, 0 note); exit code 1" in summary
+    assert (
+        "Pull request from a fork: its token cannot write to code scanning, so the SARIF was "
+        "not uploaded; the findings are in the annotations and this summary.\n"
+    ) in summary
+    failed = runner.logs["fail"]  # the last step, after the summary
+    assert failed.returncode == 1
+    assert "poolgate scan exited with 1" in failed.stderr
+
+
+@pytest.mark.parametrize(
+    ("head", "upload", "uploaded"),
+    [
+        (None, "auto", True),  # a branch of the repository: its token may write
+        (FORK, "true", True),  # a private repository that sends write tokens to forks
+        (None, "false", False),
+        (FORK, "false", False),
+    ],
+)
+def test_the_upload_input_decides_where_no_fork_is_involved(
+    tmp_path: Path, head: dict[str, Any] | None, upload: str, uploaded: bool
+) -> None:
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "upload": upload}
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base, head))
+    assert runner.run() == 1
+    assert runner.uploads == (
+        [{"sarif_file": "poolgate.sarif", "category": "poolgate"}] if uploaded else []
+    )
+    assert "Pull request from a fork" not in runner.summary.read_text()
+    assert runner.logs["fail"].returncode == 1
+
+
+def test_a_fork_can_keep_its_sarif_as_an_artifact(tmp_path: Path) -> None:
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "reports": "sarif"}
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base, FORK))
+    assert runner.run() == 1
+    assert runner.uploads == []
+    [artifact] = runner.artifacts
+    assert artifact["name"] == "poolgate-reports"
+    copied = Path(artifact["path"]) / "poolgate.sarif"
+    assert copied.read_bytes() == (workspace / "poolgate.sarif").read_bytes()
+    summary = runner.summary.read_text()
+    assert (
+        "the findings are in the annotations and this summary, and the SARIF in the artifact "
+        "`poolgate-reports`.\n"
+    ) in summary
+
+
+def test_reports_are_kept_as_an_artifact_named_for_the_category(tmp_path: Path) -> None:
+    """``reports: html, junit json,sarif`` writes each report into a fresh directory of
+    the run (out of the checkout) and uploads it as one artifact per category; the
+    category's slash, which artifact names refuse, becomes a dash."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "reports": "html, junit json,sarif", "category": "poolgate/k8s"}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 1
+    reports = Path(runner.outputs["scan"]["reports-dir"])
+    assert reports.parent == scratch and reports.name.startswith("poolgate-reports.")
+    assert stat.S_IMODE(reports.stat().st_mode) == 0o700
+    assert runner.action_output("reports-dir") == str(reports)
+    assert sorted(path.name for path in reports.iterdir()) == [
+        "poolgate.html",
+        "poolgate.json",
+        "poolgate.junit.xml",
+        "poolgate.sarif",
+    ]
+    assert runner.artifacts == [
+        {"name": "poolgate-k8s-reports", "path": str(reports), "if-no-files-found": "error"}
+    ]
+    assert [
+        f["ruleId"] for f in json.loads((reports / "poolgate.json").read_text())["findings"]
+    ] == ["PG301"]
+    junit = ElementTree.parse(reports / "poolgate.junit.xml").getroot()
+    assert junit.tag == "testsuites" and junit.get("failures") == "1"
+    assert "PG301" in (reports / "poolgate.html").read_text()
+    assert runner.uploads == [{"sarif_file": "poolgate.sarif", "category": "poolgate/k8s"}]
+    assert (
+        "Reports in the artifact `poolgate-k8s-reports`: `poolgate.html`, `poolgate.json`, "
+        "`poolgate.junit.xml`, `poolgate.sarif`.\n"
+    ) in runner.summary.read_text()
+    assert runner.logs["fail"].returncode == 1
+
+
+def test_no_reports_artifact_when_poolgate_wrote_none(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, CLEAN)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "missing/", "reports": "html"})
+    assert runner.run() == 2
+    assert runner.outputs["scan"]["reports-dir"] == ""
+    assert "actions/upload-artifact" in runner.skipped
+    assert "Reports in the artifact" not in runner.summary.read_text()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"upload": "yes"}, "the upload input must be auto, true or false"),
+        ({"reports": "html,pdf"}, "the reports input lists html, junit, json or sarif"),
+        ({"reports": "html;touch {marker}"}, "the reports input lists html, junit, json or sarif"),
+        ({"reports": "$(touch {marker})"}, "the reports input lists html, junit, json or sarif"),
+    ],
+)
+def test_a_bad_input_stops_the_action_before_the_install(
+    tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    marker = tmp_path / "pwned"
+    inputs = {name: value.format(marker=marker) for name, value in inputs.items()}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 2
+    assert list(runner.logs) == ["plan"]  # nothing installed, scanned or uploaded
+    assert runner.used == []
+    assert f"poolgate: {message}" in runner.logs["plan"].stderr
+    assert not marker.exists()
+
+
+RUNTIME_CLASS = (
+    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: other\nhandler: other\n"
+)
+
+
+def test_context_paths_are_joined_but_not_reported(tmp_path: Path) -> None:
+    """``context-paths`` passes the platform's own objects (here its RuntimeClasses and a
+    privileged agent) to the scan: the workload's runtimeClassName is judged against
+    them (PG109), and nothing in them is reported."""
+    workload = CLEAN.replace("    spec:\n", "    spec:\n      runtimeClassName: nvidia\n", 1)
+    workspace = _workspace(tmp_path, workload)
+    (workspace / "platform").mkdir()
+    (workspace / "platform" / "runtime.yaml").write_text(RUNTIME_CLASS + "---\n" + PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    without = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"})
+    assert without.run() == 0
+    runner = Runner(
+        workspace, scratch, {"paths": "k8s/", "context-paths": "platform/\n", "upload": "false"}
+    )
+    assert runner.run() == 1
+    sarif = json.loads((workspace / "poolgate.sarif").read_text())
+    found = [
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+        for r in sarif["runs"][0]["results"]
+    ]
+    assert found == [("PG109", "k8s/app.yaml")]
+
+
+def test_a_context_path_named_like_an_option_is_a_path(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "context-paths": "--fail-on=never", "upload": "false"}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 2
+    assert "--fail-on=never: no such file or directory" in runner.logs["scan"].stderr
+    (workspace / "--fail-on=never").mkdir()  # an existing directory is context
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 1
+    assert runner.outputs["scan"]["findings"] == "1"
+
+
+def test_the_context_option_is_named_in_one_place() -> None:
+    """The scan's option for context paths is being renamed (``--context`` to
+    ``--context-path``): the action names it once, so the rename is one line."""
+    assert len(re.findall(r"--context(?:-path)?\b", ACTION.read_text())) == 1
