@@ -44,6 +44,10 @@ from tool_check import tool_missing
 
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / "examples" / "github-workflow.yml"
+EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
+"""Every example workflow: pull requests and a nightly audit through a kubeconfig
+secret (``github-workflow.yml``), and nightly audits signed in to EKS and GKE."""
+CLOUD_EXAMPLES = [ROOT / "examples" / "nightly-eks.yml", ROOT / "examples" / "nightly-gke.yml"]
 REQUIREMENTS = ROOT / "requirements" / "action.txt"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
@@ -63,10 +67,11 @@ def _tool(name: str) -> str:
 
 def test_action_and_workflow_match_githubs_schemas() -> None:
     tool = _tool("check-jsonschema")
-    for schema, path in (
+    assert WORKFLOW in EXAMPLES and all(path in EXAMPLES for path in CLOUD_EXAMPLES)
+    for schema, path in [
         ("vendor.github-actions", ACTION),
-        ("vendor.github-workflows", WORKFLOW),
-    ):
+        *(("vendor.github-workflows", example) for example in EXAMPLES),
+    ]:
         done = subprocess.run(
             [tool, "--builtin-schema", schema, str(path)],
             capture_output=True,
@@ -81,7 +86,8 @@ def test_zizmor_auditor_finds_nothing() -> None:
     review: ``secrets-outside-env`` on the example's kubeconfig secret)."""
     tool = _tool("zizmor")
     done = subprocess.run(
-        [tool, "--offline", "--persona", "auditor", "--format", "json", str(ACTION), str(WORKFLOW)],
+        [tool, "--offline", "--persona", "auditor", "--format", "json", str(ACTION)]
+        + [str(example) for example in EXAMPLES],
         capture_output=True,
         text=True,
         timeout=300,
@@ -96,17 +102,31 @@ def test_zizmor_auditor_finds_nothing() -> None:
 
 
 def test_no_expression_is_interpolated_into_a_script() -> None:
-    workflow = yaml.safe_load(WORKFLOW.read_text())
     steps = list(_action()["runs"]["steps"])
-    for job in workflow["jobs"].values():
-        steps += job["steps"]
+    for example in EXAMPLES:
+        for job in yaml.safe_load(example.read_text())["jobs"].values():
+            steps += job["steps"]
     scripts = [step["run"] for step in steps if "run" in step]
-    assert len(scripts) >= 5
+    assert len(scripts) >= 15
     for script in scripts:
         assert "${{" not in script, script
 
 
+def _example_steps(path: Path) -> list[dict[str, Any]]:
+    workflow = yaml.safe_load(path.read_text())
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
 def test_every_action_reference_is_pinned_by_commit() -> None:
+    """The action's and the examples' actions, each by full commit SHA with the
+    release it is in a comment (for Dependabot and Renovate, and for a reader)."""
+    for example in EXAMPLES:
+        text = example.read_text()
+        for step in _example_steps(example):
+            if "uses" in step:
+                assert PINNED.match(step["uses"]), (example.name, step["uses"])
+                if not step["uses"].startswith("poolgate/poolgate@"):
+                    assert f"{step['uses']} # v" in text, (example.name, step["uses"])
     steps = [step for step in _action()["runs"]["steps"] if "uses" in step]
     assert [step["uses"].split("@")[0] for step in steps] == [
         "actions/cache/restore",
@@ -136,14 +156,16 @@ def _poolgate_pins(workflow: dict[str, Any]) -> list[str]:
 
 
 def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
-    """The example workflow pins poolgate by commit for the scan and the audit's
-    install alike, and the pinned action.yml is this one: found in review, the example
+    """The example workflows pin poolgate by commit for the scan and the audits'
+    installs alike, and the pinned action.yml is this one: found in review, the example
     pinned the commit that added action.yml, whose scan step imported Python files
     from the pull request's checkout. Changing action.yml fails this test until the
     pin moves to a commit that has the change."""
-    pins = _poolgate_pins(yaml.safe_load(WORKFLOW.read_text()))
-    assert len(pins) == 2 and len(set(pins)) == 1, pins  # the scan and the install
-    sha = pins[0]
+    pins = {path.name: _poolgate_pins(yaml.safe_load(path.read_text())) for path in EXAMPLES}
+    assert len(pins[WORKFLOW.name]) == 2  # the scan and the install
+    for path in CLOUD_EXAMPLES:
+        assert len(pins[path.name]) == 1, pins  # the install
+    [sha] = {pin for names in pins.values() for pin in names}
     assert re.fullmatch(r"[0-9a-f]{40}", sha), sha
     program = shutil.which("git")
     if program is None or not (ROOT / ".git").exists():
@@ -197,12 +219,51 @@ def test_the_install_is_hash_pinned() -> None:
     whatever versions of the dependencies and of hatchling (the isolated build) the
     index served that day, unhashed."""
     _assert_hash_pinned_install(_step("install")["run"], "$GITHUB_ACTION_PATH")
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    [install] = [
-        step for step in workflow["jobs"]["audit"]["steps"] if "pip" in step.get("run", "")
-    ]
-    _assert_hash_pinned_install(install["run"], "$src")
-    assert 'src="$GITHUB_WORKSPACE/poolgate-src"' in install["run"]
+    for example in [WORKFLOW, *CLOUD_EXAMPLES]:
+        workflow = yaml.safe_load(example.read_text())
+        [install] = [
+            step for step in workflow["jobs"]["audit"]["steps"] if "pip" in step.get("run", "")
+        ]
+        _assert_hash_pinned_install(install["run"], "$src")
+        assert 'src="$GITHUB_WORKSPACE/poolgate-src"' in install["run"]
+
+
+@pytest.mark.parametrize("example", CLOUD_EXAMPLES, ids=lambda path: path.stem)
+def test_the_cloud_examples_sign_in_with_oidc(example: Path) -> None:
+    """The EKS and GKE audits sign in with GitHub's OIDC token (``id-token: write``, on
+    the audit job only, in an environment the cloud's trust can name) and reach the
+    cluster through the kubeconfig's exec plugin: no secret, no stored key or
+    kubeconfig. The sign-in comes after the install, so pip never runs with cloud
+    credentials. tests/audit/test_nightly_examples.py runs the steps that follow."""
+    text = example.read_text()
+    workflow = yaml.safe_load(text)
+    assert workflow["permissions"] == {}
+    [(name, job)] = workflow["jobs"].items()
+    assert name == "audit" and job["environment"] == "cluster-audit"
+    assert job["permissions"] == {
+        "contents": "read",
+        "security-events": "write",
+        "id-token": "write",
+    }
+    assert "secrets." not in text and "credentials_json" not in text
+    assert "aws-access-key-id" not in text
+    steps = job["steps"]
+    actions = [step["uses"].split("@")[0] for step in steps if "uses" in step]
+    runs = {step["name"]: step["run"] for step in steps if "run" in step}
+    if example.stem == "nightly-eks":
+        assert actions[2:3] == ["aws-actions/configure-aws-credentials"]
+        [signin] = [s for s in steps if "configure-aws-credentials" in s.get("uses", "")]
+        assert signin["with"]["role-to-assume"].startswith("arn:aws:iam::")
+        assert "aws eks update-kubeconfig" in runs["Connect to the cluster"]
+    else:
+        assert actions[2:4] == ["google-github-actions/auth", "google-github-actions/setup-gcloud"]
+        [signin] = [s for s in steps if "google-github-actions/auth" in s.get("uses", "")]
+        assert "/workloadIdentityPools/" in signin["with"]["workload_identity_provider"]
+        [gcloud] = [s for s in steps if "setup-gcloud" in s.get("uses", "")]
+        assert gcloud["with"]["install_components"] == "gke-gcloud-auth-plugin"
+        assert "gcloud container clusters get-credentials" in runs["Connect to the cluster"]
+    names = [step.get("name", "") for step in steps]
+    assert names.index("Install poolgate") < names.index(signin["name"])
 
 
 def _requirements_file() -> dict[str, tuple[Requirement, list[str]]]:
