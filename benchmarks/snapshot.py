@@ -43,7 +43,7 @@ from typing import IO, NamedTuple
 from benchmarks.cluster import APPS, ClusterGen, Node, NodeIndex, Obj, Pool
 from benchmarks.controllers import write_apps
 from benchmarks.emit import sequence_item
-from scanner.sources.resources import RESOURCES, REVISION
+from scanner.kinds.resources import RESOURCES, REVISION
 from scanner.sources.snapshot import ANNOTATION_LISTED, ANNOTATION_REVISION, kind_label
 
 LISTED = ",".join(sorted(kind_label(resource.key) for resource in RESOURCES))

@@ -1,6 +1,6 @@
 """One exception family. Each error says what went wrong and what to do about it.
 
-``cli.py`` is the only place that maps these to exit codes.
+``scanner.cli`` is the only place that maps these to exit codes.
 """
 
 from __future__ import annotations

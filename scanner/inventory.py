@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
+from urllib.parse import quote
 
 Position = tuple[int, int]
 """1-based (line, column)."""
@@ -65,7 +66,7 @@ class Origin:
 
     def __reduce__(self) -> tuple[type[Origin], tuple[str, int, int, int, str, str]]:
         """Pickled as its fields (``scanner.findings.records.Finding.__reduce__``): a helper
-        process gets one with every workload it evaluates (scanner/evaluate/engine.py)."""
+        process gets one with every workload it evaluates (scanner/evaluate/shipping.py)."""
         return (
             Origin,
             (self.uri, self.document_index, self.line, self.column, self.source_type, self.unit),
@@ -75,6 +76,22 @@ class Origin:
     def applied_with(self) -> str:
         """What the object is applied together with: its rendered unit, else its file."""
         return self.unit or self.uri
+
+
+LIVE: Final = "cluster"
+"""The ``source_type`` of live objects (an audit, a snapshot of one) and of the cluster
+itself (``scanner.model.cluster``)."""
+CLUSTER_SCHEME: Final = "cluster://"
+CLUSTER_SEGMENT: Final = "_cluster"
+"""The path of the cluster itself in its ``cluster://`` URI (``cluster_uri``)."""
+
+
+def cluster_uri(context: str) -> str:
+    """``cluster://<context>/_cluster``: the cluster itself, where findings about the
+    cluster as a whole (the ``cluster`` subject) point. One path segment, so it is
+    never an object's URI (those have two or three, and ``_`` is not allowed in
+    Kubernetes names and namespaces)."""
+    return f"{CLUSTER_SCHEME}{quote(context, safe='')}/{CLUSTER_SEGMENT}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_run import poolgate
 
-from scanner.cli import _file_size
+from scanner.cli.scan import file_size as _file_size
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scanner.config import discovery, template, validation
 from scanner.config import file as configfile
 from scanner.config.values import AdminSubject, Config, Exemption, Require
 from scanner.errors import ConfigError, UsageError
@@ -36,10 +37,10 @@ def test_discovery_walks_up_from_a_file_or_directory(tmp_path: Path) -> None:
     deep = tmp_path / "k8s" / "apps" / "gpu"
     deep.mkdir(parents=True)
     manifest = write(deep / "train.yaml", "")
-    assert configfile.discover(deep) == config
-    assert configfile.discover(manifest) == config
+    assert discovery.discover(deep) == config
+    assert discovery.discover(manifest) == config
     nearer = write(tmp_path / "k8s" / ".poolgate.yaml", HEADER)
-    assert configfile.discover(manifest) == nearer
+    assert discovery.discover(manifest) == nearer
 
 
 def test_discovery_stops_at_the_repository_root(tmp_path: Path) -> None:
@@ -47,9 +48,9 @@ def test_discovery_stops_at_the_repository_root(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "k8s").mkdir(parents=True)
     (repo / ".git").write_text("gitdir: ../elsewhere\n")  # worktrees have a .git file
-    assert configfile.discover(repo / "k8s") is None
+    assert discovery.discover(repo / "k8s") is None
     inside = write(repo / ".poolgate.yaml", HEADER)
-    assert configfile.discover(repo / "k8s") == inside
+    assert discovery.discover(repo / "k8s") == inside
 
 
 def test_discovery_without_a_repository_stops_at_the_working_directory(
@@ -62,13 +63,13 @@ def test_discovery_without_a_repository_stops_at_the_working_directory(
     deep = work / "a" / "b"
     deep.mkdir(parents=True)
     monkeypatch.chdir(work)
-    assert configfile.discover(deep) is None
-    assert configfile.search_path(deep) == ([deep, deep.parent, work], work)
+    assert discovery.discover(deep) is None
+    assert discovery.search_path(deep) == ([deep, deep.parent, work], work)
     nearer = write(work / "a" / ".poolgate.yaml", HEADER)
-    assert configfile.discover(deep) == nearer
+    assert discovery.discover(deep) == nearer
     nearer.unlink()
     own = write(work / ".poolgate.yaml", HEADER)
-    assert configfile.discover(deep) == own
+    assert discovery.discover(deep) == own
 
 
 def test_discovery_outside_a_repository_and_the_working_directory_finds_nothing(
@@ -80,15 +81,15 @@ def test_discovery_outside_a_repository_and_the_working_directory_finds_nothing(
     manifest = write(elsewhere / "pod.yaml", "")
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    assert configfile.search_path(manifest) == ([], None)
-    assert configfile.discover(manifest) is None
-    loaded = configfile.resolve([str(manifest)])
+    assert discovery.search_path(manifest) == ([], None)
+    assert discovery.discover(manifest) is None
+    loaded = discovery.resolve([str(manifest)])
     assert loaded.config == Config()
     assert loaded.warnings == (
         f"{config} is not used: it is outside a repository and the working directory, "
         "where discovery does not look; pass --config to use it",
     )
-    assert configfile.resolve([str(manifest)], config).config.sku_label == "elsewhere"
+    assert discovery.resolve([str(manifest)], config).config.sku_label == "elsewhere"
 
 
 def test_a_symlinked_config_may_not_point_outside_the_repository(tmp_path: Path) -> None:
@@ -97,22 +98,22 @@ def test_a_symlinked_config_may_not_point_outside_the_repository(tmp_path: Path)
     (repo / ".git").mkdir(parents=True)
     (repo / ".poolgate.yaml").symlink_to(outside)
     with pytest.raises(ConfigError, match="symbolic link points outside the repository"):
-        configfile.discover(repo)
+        discovery.discover(repo)
     inside = write(repo / "config" / "poolgate.yaml", HEADER)
     (repo / ".poolgate.yaml").unlink()
     (repo / ".poolgate.yaml").symlink_to(inside)
-    assert configfile.discover(repo) == repo / ".poolgate.yaml"
+    assert discovery.discover(repo) == repo / ".poolgate.yaml"
 
 
 def test_resolve_prefers_the_explicit_file_and_defaults_without_one(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    assert configfile.resolve([str(tmp_path)]).config == Config()
+    assert discovery.resolve([str(tmp_path)]).config == Config()
     explicit = write(tmp_path / "ci" / "strict.yaml", HEADER + "spec: {skuLabel: gpu-sku}\n")
     write(tmp_path / ".poolgate.yaml", HEADER + "spec: {skuLabel: discovered}\n")
-    assert configfile.resolve([str(tmp_path)], explicit).config.sku_label == "gpu-sku"
-    assert configfile.resolve([str(tmp_path)]).config.sku_label == "discovered"
+    assert discovery.resolve([str(tmp_path)], explicit).config.sku_label == "gpu-sku"
+    assert discovery.resolve([str(tmp_path)]).config.sku_label == "discovered"
     with pytest.raises(UsageError, match="no such file"):
-        configfile.resolve([str(tmp_path)], tmp_path / "missing.yaml")
+        discovery.resolve([str(tmp_path)], tmp_path / "missing.yaml")
 
 
 # --- conversion ------------------------------------------------------------------
@@ -396,21 +397,21 @@ def test_a_whole_number_for_a_double_parameter_is_that_double(tmp_path: Path) ->
 
 
 def test_default_text_validates_and_equals_the_defaults(tmp_path: Path) -> None:
-    path = write(tmp_path / ".poolgate.yaml", configfile.default_text())
+    path = write(tmp_path / ".poolgate.yaml", template.default_text())
     loaded = configfile.load(path)
     assert loaded.warnings == ()
     assert loaded.config == replace(Config(), source=str(path))
-    assert "# " in configfile.default_text()  # commented
+    assert "# " in template.default_text()  # commented
 
 
 def test_init_target_refuses_to_overwrite(tmp_path: Path) -> None:
-    assert configfile.init_target(str(tmp_path), force=False) == tmp_path / ".poolgate.yaml"
+    assert template.init_target(str(tmp_path), force=False) == tmp_path / ".poolgate.yaml"
     write(tmp_path / ".poolgate.yaml", HEADER)
     with pytest.raises(UsageError, match="already exists"):
-        configfile.init_target(str(tmp_path), force=False)
-    assert configfile.init_target(str(tmp_path), force=True) == tmp_path / ".poolgate.yaml"
+        template.init_target(str(tmp_path), force=False)
+    assert template.init_target(str(tmp_path), force=True) == tmp_path / ".poolgate.yaml"
     with pytest.raises(UsageError, match="no such directory"):
-        configfile.init_target(str(tmp_path / "missing" / "c.yaml"), force=False)
+        template.init_target(str(tmp_path / "missing" / "c.yaml"), force=False)
 
 
 def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:
@@ -421,7 +422,7 @@ def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:
     (tmp_path / "policy" / "rules").mkdir(parents=True)
     loaded = configfile.load(write(tmp_path / ".poolgate.yaml", example))
     assert loaded.warnings == ()
-    spec_keys = set(configfile.schema()["properties"]["spec"]["properties"])
+    spec_keys = set(validation.schema()["properties"]["spec"]["properties"])
     assert {
         line.split(":")[0].strip()
         for line in example.splitlines()
@@ -472,9 +473,9 @@ def test_paths_under_different_configs_are_warned_about(tmp_path: Path) -> None:
     a = write(tmp_path / "teams" / "a" / ".poolgate.yaml", HEADER + "spec: {}\n")
     for name in ("teams/a/x.yaml", "teams/a/z.yaml", "teams/b/y.yaml", "teams/c/w.yaml"):
         write(tmp_path / name, "kind: ConfigMap\n")
-    same = configfile.resolve([str(tmp_path / "teams/a/x.yaml"), str(tmp_path / "teams/a/z.yaml")])
+    same = discovery.resolve([str(tmp_path / "teams/a/x.yaml"), str(tmp_path / "teams/a/z.yaml")])
     assert same.path == a and same.warnings == ()
-    mixed = configfile.resolve(
+    mixed = discovery.resolve(
         [str(tmp_path / name) for name in ("teams/a/x.yaml", "teams/b/y.yaml", "teams/c/w.yaml")]
     )
     assert mixed.path == a

@@ -1,5 +1,6 @@
 """Match conditions decided in Python (scanner/evaluate/optimize/guards.py) agree with CEL: a guard may
-only reject what the whole condition rejects, and only accept what it accepts."""
+only reject what the whole condition rejects, and only accept what it accepts. (That the
+findings are the plain path's on every fixture: tests/equivalence/.)"""
 
 from __future__ import annotations
 
@@ -11,15 +12,16 @@ from typing import Any
 import pytest
 
 from scanner import pipeline
-from scanner.cel import cpp_available, get_engine
+from scanner.cel import Engine, cpp_available, get_engine
 from scanner.cel.analysis import PathTest, analyze
 from scanner.cel.parser import ParseError
-from scanner.evaluate import engine as engine_module
 from scanner.evaluate.optimize import guards
-from scanner.evaluate.optimize.binding import BIND_FROM
-from scanner.evaluate.optimize.guards import Flag, build, build_guards
+from scanner.evaluate.optimize.guards import Flag, build, guard
+from scanner.evaluate.plan import PAYS_FROM, RulePlan, RunShape
 from scanner.model import build_model
+from scanner.ruleset.load import Rule
 from scanner.sources.files import load_paths
+from scanner.sources.yaml.document import parse_plain
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
@@ -122,15 +124,23 @@ def test_nothing_to_decide_gives_no_guard(source: str) -> None:
     assert build(source, get_engine("cpp"), RUN, {}) is None
 
 
+def guarded(
+    rules: list[Rule], engine: Engine, run: dict[str, Any], count: int = PAYS_FROM
+) -> dict[str, guards.Guard]:
+    """Rule id -> the guard its plan gets on a run with ``count`` subjects of each type."""
+    counts = dict.fromkeys(("workload", "node", "namespace", "object"), count)
+    shape = RunShape(engine, run, counts, deferring=False)
+    plans = [guard(RulePlan.of(rule), shape) for rule in rules]
+    return {plan.rule.id: plan.guard for plan in plans if plan.guard is not None}
+
+
 def test_guards_only_for_the_cpp_engine_and_enough_subjects() -> None:
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
+    rules = list(ruleset.rules)
     run = {"config": ruleset.config.cel_view(), "cluster": {}}
-    many = {kind: [object()] * BIND_FROM for kind in ("workload", "node", "namespace", "object")}
-    few = {kind: [object()] * (BIND_FROM - 1) for kind in many}
-    assert "PG103" in build_guards(ruleset.rules, ruleset.engine, run, many)
-    assert build_guards(ruleset.rules, ruleset.engine, run, few) == {}
-    python = get_engine("python")
-    assert build_guards(ruleset.rules, python, run, many) == {}
+    assert "PG103" in guarded(rules, ruleset.engine, run)
+    assert guarded(rules, ruleset.engine, run, PAYS_FROM - 1) == {}
+    assert guarded(rules, get_engine("python"), run) == {}
 
 
 def test_every_guard_decision_is_the_conditions_value() -> None:
@@ -138,9 +148,9 @@ def test_every_guard_decision_is_the_conditions_value() -> None:
     guard decides, the CEL condition evaluates to the same bool."""
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     inventory = load_paths([str(FIXTURES)], REPO)
-    model = build_model(inventory, ruleset.config)
+    model = build_model(inventory, ruleset.config, read_yaml=parse_plain)
     run = {"config": ruleset.config.cel_view(), "cluster": {**model.cluster, "now": "2026-01-01"}}
-    found = build_guards(ruleset.rules, ruleset.engine, run)
+    found = guarded(list(ruleset.rules), ruleset.engine, run)
     assert {"PG103", "PG104", "PG303", "PG101", "PG602"} <= set(found)
     decided: dict[bool, int] = {True: 0, False: 0}
     for rule in ruleset.rules:
@@ -164,27 +174,6 @@ def test_every_guard_decision_is_the_conditions_value() -> None:
             assert rule.condition.evaluate(ruleset.engine.activation(data)) is decision, rule.id
             decided[decision] += 1
     assert decided[False] > 50 and decided[True] > 50
-
-
-def test_every_fixture_gives_the_same_findings_with_and_without_guards(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """All fixtures in one scan, so every rule meets enough subjects to be guarded."""
-    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
-    inventory = load_paths([str(FIXTURES / "rules"), str(FIXTURES / "scenarios")], REPO)
-    monkeypatch.setattr(guards, "ENGINES", frozenset())
-    plain = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings
-    monkeypatch.setattr(guards, "ENGINES", frozenset({"cpp"}))
-    built: list[dict[str, guards.Guard]] = []
-
-    def recording(*args: Any) -> dict[str, guards.Guard]:
-        built.append(build_guards(*args))
-        return built[-1]
-
-    monkeypatch.setattr(engine_module, "build_guards", recording)
-    guarded = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW).findings
-    assert len(built) == 1 and {"PG103", "PG201", "PG304"} <= set(built[0])
-    assert plain and guarded == plain
 
 
 @pytest.mark.parametrize(
@@ -335,5 +324,5 @@ def test_a_condition_over_the_iteration_limit_is_an_error_with_guards_too(
     monkeypatch.setattr(guards, "ENGINES", frozenset())
     plain = run()
     assert guarded == plain
-    assert len(guarded) >= BIND_FROM  # enough workloads for guards to be built
+    assert len(guarded) >= PAYS_FROM  # enough workloads for guards to be built
     assert {outcome for _, _, outcome in guarded} == {"error"}

@@ -1,5 +1,6 @@
-"""Evaluation on two processes (scanner/evaluate/engine.py, scanner/runtime/executors.py) gives the
-findings of one process, in the same order, and survives a child that fails."""
+"""Evaluation on two processes (scanner/evaluate/fast.py, scanner/runtime/executors.py) and
+with a helper process (scanner/evaluate/shipping.py) gives the findings of one process, in
+the same order, and survives a child or helper that fails."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from typing import Any
 import pytest
 
 from scanner import pipeline
-from scanner.evaluate import engine
+from scanner.audit import run as auditing
+from scanner.evaluate import fast, loop, shipping
+from scanner.evaluate.optimize import plan_run
+from scanner.evaluate.plan import RunShape
 from scanner.findings.records import Finding
 from scanner.runtime import executors as forking
 from scanner.runtime.deadline import Deadline
@@ -39,8 +43,8 @@ def findings(monkeypatch: pytest.MonkeyPatch) -> Run:
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     fixtures = [str(REPO / "fixtures" / "rules"), str(REPO / "fixtures" / "scenarios")]
     inventory = load_paths(fixtures, REPO)
-    monkeypatch.setattr(engine, "PARALLEL_FROM", 10)
-    monkeypatch.setattr(engine, "CHUNK", 3)  # chunks alternate between the processes
+    monkeypatch.setattr(fast, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(fast, "CHUNK", 3)  # chunks alternate between the processes
 
     def run(cpus: int) -> list[Finding]:
         monkeypatch.setattr(forking, "cpus", lambda: cpus)
@@ -60,7 +64,7 @@ def test_two_processes_find_what_one_does(findings: Run, monkeypatch: pytest.Mon
     monkeypatch.setattr(forking, "in_two", counting)
     one = findings(1)
     two = findings(2)
-    monkeypatch.setattr(engine, "CHUNK", 1_000_000)  # one chunk: the plain loop
+    monkeypatch.setattr(fast, "CHUNK", 1_000_000)  # one chunk: the plain loop
     whole = findings(1)
     assert forks and one and two == one == whole
 
@@ -68,14 +72,17 @@ def test_two_processes_find_what_one_does(findings: Run, monkeypatch: pytest.Mon
 def test_a_failing_child_costs_only_time(findings: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     one = findings(1)
     parent = os.getpid()
-    original = engine._run_rule
 
-    def failing_in_the_child(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent:
-            os._exit(9)  # a crash, not an exception: nothing is sent back
-        return original(*args, **kwargs)
+    def failing_in_the_child(original: Callable[..., Any]) -> Callable[..., Any]:
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            if os.getpid() != parent:
+                os._exit(9)  # a crash, not an exception: nothing is sent back
+            return original(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_run_rule", failing_in_the_child)
+        return failing
+
+    monkeypatch.setattr(loop, "evaluate_rule", failing_in_the_child(loop.evaluate_rule))
+    monkeypatch.setattr(loop, "evaluate_body", failing_in_the_child(loop.evaluate_body))
     assert findings(2) == one
 
 
@@ -92,7 +99,7 @@ def test_no_second_process_once_this_one_is_large(monkeypatch: pytest.MonkeyPatc
     assert forking.resident_bytes() > 0 or forking.sys.platform != "linux"
 
 
-# -- a helper process started early (scanner/runtime/executors.py Helper, scanner/evaluate/engine.py) ----
+# -- a helper process started early (scanner/runtime/executors.py, scanner/evaluate/shipping.py) --
 
 
 def _helper_run(
@@ -120,17 +127,14 @@ def _helper_run(
 
     monkeypatch.setattr(forking.Helper, "submit", recording)
     monkeypatch.setattr(forking, "available", lambda: False)
-    monkeypatch.setattr(engine, "SHIP_FROM", 1)
-    monkeypatch.setattr(engine, "SHIP_AT_LEAST", 1)
+    monkeypatch.setattr(shipping, "SHIP_FROM", 1)
+    monkeypatch.setattr(shipping, "SHIP_AT_LEAST", 1)
     started = started_with or ruleset
-    helper = engine.start_helper(started.rules, started.engine)
-    assert helper is not None
-    try:
-        report = pipeline.evaluate_inventory(
-            inventory, ruleset, REPO, now=NOW, helper=helper, deadline=deadline
-        )
-    finally:
-        helper.close()
+    with shipping.evaluation_helper(started.rules, started.engine):
+        helper = forking.helper()
+        assert helper is not None
+        report = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=NOW, deadline=deadline)
+    assert forking.helper() is None
     assert not helper._process.is_alive()  # it exits when its pipe closes
     return list(report.findings), answers
 
@@ -242,17 +246,23 @@ def test_the_helper_gets_complete_workloads_spread_evenly() -> None:
         obj = KubeObject(body, Origin(f"cluster://c/p{index}"), LineMap({}))
         return Subject("workload", obj, {"workload": {}}, (lambda: None) if deferred else None)
 
-    rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
-    by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
     workloads = [subject(index, deferred=index % 3 == 0) for index in range(3_000)]
-    chosen = engine._to_ship({"workload": workloads}, by_type)
+    plan = _plan({"workload": workloads})
+    chosen = shipping._to_ship({"workload": workloads}, plan)
     assert chosen and all(workloads[index].complete is None for index in chosen)
     assert list(chosen.values()) == list(range(len(chosen)))
     assert sorted(chosen) == list(chosen)  # in subject order
     # Spread: each third of the list gives about a third of them.
     thirds = [sum(1 for index in chosen if index // 1_000 == part) for part in range(3)]
     assert max(thirds) - min(thirds) <= 2
-    assert engine._to_ship({"workload": workloads[: engine.SHIP_FROM]}, by_type) == {}
+    assert shipping._to_ship({"workload": workloads[: shipping.SHIP_FROM]}, plan) == {}
+
+
+def _plan(subjects: dict[str, list[Any]]) -> Any:
+    """The plan of a run of the bundled rules over ``subjects``."""
+    ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp"))
+    counts = {kind: len(items) for kind, items in subjects.items()}
+    return plan_run(ruleset.rules, RunShape(ruleset.engine, {}, counts, deferring=False))
 
 
 @pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")
@@ -264,29 +274,43 @@ def test_an_audit_of_a_large_snapshot_has_a_helper_and_the_same_report(
     and the helper takes the dump's complete workloads (the controlled ones, whose
     facts complete through the model, stay here)."""
     from scanner import cli
+    from scanner.runtime.executors import Helper
 
     dump = REPO / "tests" / "audit" / "controlled" / "dump.yaml"
     argv = ["audit", "--snapshot", str(dump), "--now", "2026-01-01T00:00:00Z", "--format", "json"]
     monkeypatch.setattr(forking, "cpus", lambda: 2)
     assert cli.run([*argv, "--output", str(tmp_path / "one.json")]) == 1
     started: list[object] = []
-    original = engine.start_helper
+    answered: list[object] = []
+    original_start, original_submit = Helper.start, Helper.submit
 
-    def starting(*args: Any) -> Any:
-        helper = original(*args)
+    def starting(context: Any) -> Any:
+        helper = original_start(context)
         started.append(helper)
         return helper
 
-    monkeypatch.setattr(engine, "start_helper", starting)
-    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", 0)
+    def submitting(self: Any, function: Any, *args: Any) -> Callable[..., Any]:
+        wait = original_submit(self, function, *args)
+
+        def waiting(timeout: float | None = None) -> Any:
+            answered.append(wait(timeout))
+            return answered[-1]
+
+        return waiting
+
+    monkeypatch.setattr(Helper, "start", starting)
+    monkeypatch.setattr(Helper, "submit", submitting)
+    monkeypatch.setattr(auditing, "HELPER_FROM_BYTES", 0)
     monkeypatch.setattr(forking, "available", lambda: False)
-    monkeypatch.setattr(engine, "SHIP_FROM", 1)
-    monkeypatch.setattr(engine, "SHIP_AT_LEAST", 1)
+    monkeypatch.setattr(shipping, "SHIP_FROM", 1)
+    monkeypatch.setattr(shipping, "SHIP_AT_LEAST", 1)
     assert cli.run([*argv, "--output", str(tmp_path / "helped.json")]) == 1
     assert started and started[0] is not None
+    assert answered and answered[0] is not None  # the helper did its share
+    assert forking.helper() is None  # stopped with the command
     assert (tmp_path / "helped.json").read_text() == (tmp_path / "one.json").read_text()
-    monkeypatch.setattr(cli, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
-    assert not cli._large(str(dump)) and cli._large(None)  # a live audit: unknown size
+    monkeypatch.setattr(auditing, "HELPER_FROM_BYTES", dump.stat().st_size + 1)
+    assert not auditing._large(str(dump)) and auditing._large(None)  # a live audit: unknown size
 
 
 def test_the_helper_gets_no_more_than_fits_beside_this_process(
@@ -304,19 +328,18 @@ def test_the_helper_gets_no_more_than_fits_beside_this_process(
         Subject("workload", KubeObject(pod(index), Origin(f"c://p{index}"), LineMap({})), {})
         for index in range(2_000)
     ]
-    complete = list(range(len(workloads)))
+    sample = [shipping._shipped(workload) for workload in workloads[::31]]
     monkeypatch.setattr(forking, "resident_bytes", lambda: 0)
-    roomy = engine._room_for(workloads, complete)
-    monkeypatch.setattr(forking, "resident_bytes", lambda: engine.HELPER_ROOM // 2)
-    half = engine._room_for(workloads, complete)
+    roomy = forking.helper_room(sample)
+    monkeypatch.setattr(forking, "resident_bytes", lambda: forking.HELPER_ROOM // 2)
+    half = forking.helper_room(sample)
     assert roomy > half > 0
     # ~1 KB pickled each, held eight times over: about HELPER_ROOM / 2 / 8 KB of them
-    assert half == pytest.approx(engine.HELPER_ROOM / 2 / 8 / 1_100, rel=0.2)
-    monkeypatch.setattr(forking, "resident_bytes", lambda: engine.HELPER_ROOM)
-    assert engine._room_for(workloads, complete) == 0
-    rules = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp")).rules
-    by_type = {"workload": [rule for rule in rules if rule.doc.subject == "workload"]}
-    assert engine._to_ship({"workload": workloads}, by_type) == {}
+    assert half == pytest.approx(forking.HELPER_ROOM / 2 / 8 / 1_100, rel=0.2)
+    monkeypatch.setattr(forking, "resident_bytes", lambda: forking.HELPER_ROOM)
+    assert forking.helper_room(sample) == 0
+    plan = _plan({"workload": workloads})
+    assert shipping._to_ship({"workload": workloads}, plan) == {}
 
 
 @pytest.mark.skipif(forking.sys.platform != "linux", reason="the helper is forked (Linux)")

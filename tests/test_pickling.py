@@ -1,5 +1,5 @@
 """What crosses between processes (a forked evaluation's findings, a helper's
-workloads and answers: scanner/runtime/executors.py, scanner/evaluate/engine.py) is pickled by its
+workloads and answers: scanner/runtime/executors.py, scanner/evaluate/shipping.py) is pickled by its
 fields (``__reduce__``). A field added to one of these classes without being added to
 its ``__reduce__`` would come back as its default, or not at all: every field here
 is set to a value unlike its default, and must survive the round trip."""

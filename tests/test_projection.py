@@ -1,4 +1,4 @@
-"""A workload's activation holds only the fields its rules may read (scanner/evaluate/engine.py,
+"""A workload's activation holds only the fields its rules may read (scanner/evaluate/loop.py,
 ``workload_fields`` in scanner/evaluate/optimize/projection.py), and the findings do not depend on it.
 
 cel-expr-python converts a variable whole the first time an expression reads it, so
@@ -20,7 +20,7 @@ from scanner import pipeline
 from scanner.audit import run as audit
 from scanner.cel import cpp_available
 from scanner.cel.analysis import analyze_rule
-from scanner.evaluate import engine
+from scanner.evaluate.optimize import projection as projecting
 from scanner.evaluate.optimize.projection import projection, workload_fields
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
@@ -200,7 +200,7 @@ def test_findings_do_not_depend_on_the_projection(
         return [(f.rule_id, f.location.uri, f.location.path, f.message) for f in findings]
 
     projected = run()
-    monkeypatch.setattr(engine, "CONVERTING", frozenset())
+    monkeypatch.setattr(projecting, "ENGINES", frozenset())
     all_facts = run()
     assert projected == all_facts
     for rule_id in custom:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
+from scanner.pipeline.fixtures import FixtureResult, check_file, fixture_files, run
 from scanner.ruleset import catalog
-from scanner.ruleset.fixtures import FixtureResult, check_file, fixture_files, run
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.ruleset.fixtures import CLUSTER_LINE, check_file, expected_lines
+from scanner.pipeline.fixtures import CLUSTER_LINE, check_file, expected_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 WARN_ONLY = ROOT / "fixtures" / "rules" / "PG605" / "fire-warn-only.yaml"

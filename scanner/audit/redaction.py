@@ -2,7 +2,7 @@
 
 A snapshot is a file: it travels (a CI artifact, a laptop, a ticket) and outlives the
 RBAC that guarded the cluster it came from. Secrets are never listed
-(``scanner.sources.resources``), but two places of the objects that are listed hold
+(``scanner.kinds.resources``), but two places of the objects that are listed hold
 secrets in clear often enough to matter:
 
 * ``env-values``: the literal ``value`` of a container's ``env`` entry in the pod
@@ -40,8 +40,8 @@ from typing import Any, Final
 from scanner.audit.reads import reads
 from scanner.inventory import as_mapping, is_mapping
 from scanner.kinds import CONTAINER_FIELDS, WORKLOAD_KINDS, workload_kind
+from scanner.kinds.resources import Resource
 from scanner.ruleset.load import Rule, bundled_rules_dir
-from scanner.sources.resources import Resource
 from scanner.sources.snapshot import Omitted
 
 ENV_VALUES: Final = "env-values"

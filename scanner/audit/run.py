@@ -7,7 +7,7 @@ Stages, in order:
    (``match.kinds`` of an object rule, every kind when it names none; the kinds a
    derived subject is made from), its ``needs``, and the kinds of the model facts its
    expressions read (``workload.serviceAccount``: ServiceAccounts). Only kinds of
-   ``scanner.sources.resources``; Secrets never.
+   ``scanner.kinds.resources``; Secrets never.
 2. **Capture** (``capture_live``): discovery, then one paginated list per kind;
    ConfigMaps only in the operator namespaces that exist. A kind the server does
    not serve is complete with zero objects; a kind that is forbidden (403), keeps
@@ -29,26 +29,28 @@ audit --snapshot`` starts at stage 3 with a capture read from a file.
 from __future__ import annotations
 
 import datetime
+import os
 import sys
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from scanner.audit import redaction
 from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.errors import printable
-from scanner.evaluate.engine import HelperContext
+from scanner.evaluate.shipping import evaluation_helper
 from scanner.findings.records import Level, Notification
+from scanner.findings.report import Report
+from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
-from scanner.reporters import Report
 from scanner.ruleset.load import Rule
-from scanner.runtime import executors as forking
+from scanner.runtime import teardown
 from scanner.runtime.deadline import Deadline
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
-from scanner.sources.resources import Resource, by_kind
 from scanner.sources.snapshot import (
     ANNOTATION_LISTED,
     Capture,
@@ -67,7 +69,7 @@ def needed_kinds(rules: Iterable[Rule]) -> frozenset[str]:
 
 def plan(rules: Iterable[Rule]) -> list[Resource]:
     """The resources to list for ``rules``, in listing order (Namespaces first). A kind
-    outside ``scanner.sources.resources`` is never listed: ``coverage`` names it.
+    outside ``scanner.kinds.resources`` is never listed: ``coverage`` names it.
 
     ConfigMaps are listed only in the operator namespaces that exist, which the
     Namespace list says: without it every configured operator namespace is tried,
@@ -323,7 +325,7 @@ def _older_kinds(
 
 
 _UNLISTABLE = (
-    "poolgate does not list this kind in an audit (it is not in scanner/sources/resources.py); "
+    "poolgate does not list this kind in an audit (it is not in scanner/kinds/resources.py); "
     "check it with `poolgate scan`, audit a `kubectl get -o json` dump that holds it, "
     "or give the rule `modes: [scan]`"
 )
@@ -388,14 +390,13 @@ def evaluate(
     ruleset: Ruleset,
     *,
     now: datetime.datetime | None = None,
-    helper: forking.Helper[HelperContext] | None = None,
     deadline: Deadline | None = None,
 ) -> tuple[Report, Coverage]:
     """Run ``ruleset`` over a capture; durations are judged as of ``now`` (default:
-    when the capture was taken). ``helper``: a process started before the capture was
-    read (``scanner.evaluate.engine.start_helper``), which may take part of the evaluation.
-    ``deadline``: the run's (``--deadline``); rules that did not finish by then are
-    named in an error notification and in ``report.stats.unfinished``."""
+    when the capture was taken). Inside ``helper_process``, its helper may take part
+    of the evaluation. ``deadline``: the run's (``--deadline``); rules that did not
+    finish by then are named in an error notification and in
+    ``report.stats.unfinished``."""
     inventory = snapshot.to_inventory(capture)
     covered = coverage(capture, ruleset.rules)
     runnable = replace(ruleset, rules=[r for r in ruleset.rules if r.id not in covered.blocked])
@@ -405,7 +406,6 @@ def evaluate(
         Path.cwd(),
         now=now or capture.captured_at,
         scope=ClusterScope(capture.context, capture.listed),
-        helper=helper,
         deadline=deadline,
     )
     return (
@@ -416,6 +416,54 @@ def evaluate(
         ),
         covered,
     )
+
+
+def read_and_evaluate(
+    ruleset: Ruleset,
+    read: Callable[[], Capture],
+    *,
+    snapshot_file: str | None,
+    now: datetime.datetime | None,
+    deadline: Deadline,
+) -> tuple[Report, Coverage]:
+    """``read`` the capture (of a live cluster, or of ``snapshot_file``) and ``evaluate``
+    it. The capture and the report are held to the end of the process
+    (``scanner.runtime.teardown``): a cluster's objects, freed only at exit."""
+    with helper_process(ruleset, snapshot_file):
+        capture = read()
+        report, covered = evaluate(capture, ruleset, now=now, deadline=deadline)
+        teardown.keep(capture, report)
+    return report, covered
+
+
+@contextmanager
+def helper_process(ruleset: Ruleset, snapshot_file: str | None) -> Iterator[None]:
+    """Around reading and evaluating an audit that may grow past the fork's memory
+    guard (``_large``): a helper process forked now, while this process is small, that
+    takes part of the evaluation (``scanner.evaluate.shipping``). A large cluster's
+    objects would make a later fork's copied pages cost memory."""
+    if not _large(snapshot_file):
+        yield
+        return
+    with evaluation_helper(ruleset.rules, ruleset.engine):
+        yield
+
+
+HELPER_FROM_BYTES: Final = 64 * 1024 * 1024
+"""Snapshot files from which an audit starts a helper process: decoded and modelled,
+64 MiB of JSON take ~400 MiB, and the helper pays once poolgate holds 1 GiB (about
+150 MiB of JSON). A live audit always starts one: its size is known only once read."""
+
+
+def _large(snapshot_file: str | None) -> bool:
+    """Whether an audit may grow past ``executors.FORK_BELOW``: a live one, or a
+    snapshot of ``HELPER_FROM_BYTES`` or more."""
+    if snapshot_file is None:
+        return True
+    try:
+        return os.path.getsize(snapshot_file) >= HELPER_FROM_BYTES
+    except OSError:
+        return False  # snapshot.read reports it
 
 
 def stderr_progress(enabled: bool) -> ProgressPrinter | None:

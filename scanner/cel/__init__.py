@@ -13,6 +13,9 @@ Both engines receive plain Python values and return plain Python values
 timestamps and durations as ``bytes``/``bytearray``, ``datetime`` and ``timedelta``),
 so the rest of poolgate never sees an engine's own types. A CEL type value (``type(x)``)
 is the one exception: each engine returns its own object for it.
+
+The variables a rule may read, each declared ``dyn``, are ``scanner.model.facts.NAMES``
+(the cpp engine declares them; the python engine binds what it is given).
 """
 
 from __future__ import annotations
@@ -22,32 +25,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from scanner.errors import UsageError
-
-VARIABLES: tuple[str, ...] = (
-    "object",
-    "workload",
-    "node",
-    "pool",
-    "sharingConfig",
-    "ns",
-    "admission",
-    "gpuWorkloads",
-    "cluster",
-    "config",
-    "params",
-    "variables",
-    "namespaces",
-    "pools",
-    "subjectRef",
-)
-"""Every variable a rule may read; all are declared ``dyn`` in both engines.
-
-A namespace subject is ``ns``: ``namespace`` is a reserved word in CEL. The ``cluster``
-subject's own variables are ``admission`` and ``gpuWorkloads`` (``cluster`` is the
-cluster-wide facts every subject sees). ``subjectRef``
-is the subject object's identity, ``namespace/Kind/name`` (or ``Kind/name``), for rules
-that look the subject up in a model-provided map.
-"""
 
 ENGINE_NAMES: tuple[str, ...] = ("auto", "cpp", "python")
 

@@ -123,8 +123,8 @@ def oversize(name: str, value: Any, *, many: bool = False) -> Oversize | None:
 
 def _too_small(value: Any) -> bool:
     """Whether ``value`` is too small to hold anything over a limit, from its compact
-    JSON (one call in C, ~4 µs for a pod, against a walk in Python that takes ~13 µs
-    and writes the reference count of every value it passes): fewer than ``MAX_ITEMS``
+    JSON (one call in C, several times cheaper than a walk in Python, which also
+    writes the reference count of every value it passes): fewer than ``MAX_ITEMS``
     commas (a list or map over the limit separates its entries with at least that
     many) and too short to hold a string over ``MAX_STRING`` characters (its
     characters and quotes take at least ``MAX_STRING + 3`` bytes). Values msgspec
@@ -139,7 +139,7 @@ def _too_small(value: Any) -> bool:
 
 @cache
 def _encoder() -> Callable[[Any], bytes]:
-    """msgspec's JSON encoder, imported on first use (~14 ms, not on every start-up)."""
+    """msgspec's JSON encoder, imported on first use, so start-up does not pay for it."""
     import msgspec
 
     return msgspec.json.Encoder().encode

@@ -12,16 +12,17 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from scanner import __version__
-from scanner.cel import VARIABLES, ResultKind, analysis, budget
+from scanner.cel import ResultKind, analysis, budget
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.functions import joined
 from scanner.cel.programcache import ProgramCache, identity, key
 from scanner.errors import CelError, CelEvalError
+from scanner.model.facts import NAMES
 
 _POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
 
 
-DECLARATIONS: Final = tuple(f"var {name}: dyn" for name in VARIABLES)
+DECLARATIONS: Final = tuple(f"var {name}: dyn" for name in NAMES)
 """The declared variables, for the program cache's identity (programcache.py). The
 functions and the checks are this module's, budget.py's and the CEL reading's text
 (``analysis.code()``), which the identity hashes whole, so they are not listed again
@@ -47,7 +48,7 @@ def new_env() -> Any:
             ],
         )
     ]
-    return cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES}, functions=functions)
+    return cel.NewEnv(variables={name: cel.Type.DYN for name in NAMES}, functions=functions)
 
 
 def check(env: Any, source: str, result: ResultKind) -> Any:

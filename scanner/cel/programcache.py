@@ -2,8 +2,9 @@
 does not parse and type-check every rule again.
 
 Compiling the ~100 expressions of the bundled rules with cel-cpp, and checking their
-comprehension nesting, took about 95 ms of a 430 ms one-file scan on the project
-machine; restoring them with cel-expr-python's ``deserialize`` takes a few. An entry
+comprehension nesting, is a large part of a one-file scan; restoring them with
+cel-expr-python's ``deserialize`` is a small part of that (benchmarks/README.md,
+"Measurements behind the code"). An entry
 is found only by the SHA-256 of its exact source text and required result kind, and
 the file's name carries the identity of everything a compiled program depends on:
 the cel-expr-python library file, the declared variables and functions, the nesting

@@ -1,6 +1,6 @@
 """The portable engine: ``cel-python`` (``celpy``), pure Python.
 
-About 200 times slower than the C++ runtime; used where the C++ wheel is not
+Much slower than the C++ runtime (benchmarks/README.md); used where the C++ wheel is not
 available and, in tests, as an independent second implementation. When the
 C++ package is installed, its type checker still checks result types at load
 time, so both engines reject the same rules.

@@ -1,1 +1,2 @@
-"""Configuration: ``.poolgate.yaml`` values, the file, where the policy comes from."""
+"""Configuration: ``.poolgate.yaml`` values, which file applies (discovery), reading and
+validating it, the default file ``config init`` writes, and where the policy comes from."""

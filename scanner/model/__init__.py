@@ -1,7 +1,8 @@
 """Platform facts derived once, in Python, so rules stay short CEL expressions.
 
 Each derived fact is a plain value (dicts, lists, str, int, bool) that both CEL
-engines can read. RULES.md ("Platform facts") defines every fact.
+engines can read. ``scanner.model.facts`` declares every fact (docs/facts.md lists
+them); RULES.md ("Platform facts") defines the platform's terms.
 """
 
 from __future__ import annotations
@@ -17,21 +18,17 @@ from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarn
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
+from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
 from scanner.model.nodes import build_nodes
 from scanner.model.podsecurity import attach_pod_security
 from scanner.model.policy import attach_runtime_classes, attach_signatures
-from scanner.model.pools import (
-    Pool,
-    attach_running,
-    attach_targets,
-    build_pools,
-    other_nodes,
-)
+from scanner.model.pools import Pool, attach_targets, build_pools, other_nodes
 from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
+from scanner.model.running import attach_running
 from scanner.model.workloads import Join, Workload, build_workloads
 
 _NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
@@ -43,7 +40,7 @@ class Subject(NamedTuple):
     ``variables`` are the CEL variables particular to this subject
     (``{"workload": {...}}``); the engine always binds ``object`` to ``obj.body``.
     (A tuple: a live audit makes one per object and per pod template, 236,000 for
-    100,000 pods, and a frozen dataclass takes twice as long to build.)
+    100,000 pods, and a frozen dataclass is slower to build.)
     """
 
     type: str
@@ -63,14 +60,14 @@ class Model:
     workloads: Sequence[Workload]
     invalid: Sequence[InvalidDocument] = field(default_factory=list)
     """Documents the model found invalid (PG003: a pod spec that is not a mapping)."""
-    nodes: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    nodes: Sequence[tuple[KubeObject, NodeFacts]] = ()
     """GPU-relevant facts of every Node and node-pool declaration (the ``node`` subject)."""
     pools: Sequence[Pool] = ()
-    sharing_configs: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    sharing_configs: Sequence[tuple[KubeObject, SharingConfigFacts]] = ()
     """Device-plugin ConfigMaps (the ``sharingConfig`` subject)."""
-    cluster: Mapping[str, Any] = field(default_factory=dict)
+    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts())
     """Cluster-wide facts (the CEL variable ``cluster``)."""
-    namespaces: Sequence[tuple[KubeObject, dict[str, Any]]] = ()
+    namespaces: Sequence[tuple[KubeObject, NamespaceFacts]] = ()
     """Namespace objects in scope and their facts (the ``namespace`` subject, CEL ``ns``)."""
     cluster_subject: tuple[KubeObject, dict[str, Any]] | None = None
     """The synthetic cluster object and its variables (the ``cluster`` subject,
@@ -117,12 +114,15 @@ def build_model(
     config: Config | None = None,
     scope: ClusterScope | None = None,
     *,
+    read_yaml: deviceplugin.ReadYaml,
     defer: bool = True,
 ) -> Model:
     """Derive every fact once, in dependency order; joins use the index.
 
-    ``scope`` names the cluster an audit read (default: a scan of manifests). With
-    ``defer``, controlled workloads get the rest of their facts when a rule needs
+    ``scope`` names the cluster an audit read (default: a scan of manifests).
+    ``read_yaml`` reads the YAML that objects hold (device-plugin configs in
+    ConfigMaps): the run's YAML reader, ``scanner.sources.yaml.document.parse_plain``.
+    With ``defer``, controlled workloads get the rest of their facts when a rule needs
     them (``scanner.model.workloads``); without it, every fact is computed now."""
     config = config or Config()
     scope = scope or ClusterScope()
@@ -132,8 +132,8 @@ def build_model(
     workloads, invalid = build_workloads(inventory.objects, index, later if defer else None)
     setup = deviceplugin.cluster_setup(index)
     sharing_configs = [
-        (obj, deviceplugin.config_facts(obj, setup))
-        for obj in deviceplugin.config_maps(index, setup)
+        (obj, deviceplugin.config_facts(obj, setup, read_yaml))
+        for obj in deviceplugin.config_maps(index, setup, read_yaml)
     ]
     setup = deviceplugin.with_fallback(setup, [facts for _, facts in sharing_configs])
     entries = deviceplugin.entries_by_key([facts for _, facts in sharing_configs], setup)
@@ -168,19 +168,7 @@ def build_model(
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
-            "rbac": rbac_facts(
-                index,
-                config,
-                deviceplugin.stack_config_maps(
-                    setup,
-                    [obj for obj, _ in sharing_configs],
-                    [
-                        obj.name
-                        for obj in index.kind("ConfigMap")
-                        if obj.namespace in config.operator_namespaces
-                    ],
-                ),
-            ),
+            "rbac": _rbac(index, config, setup, sharing_configs),
         },
         namespaces=namespaces.subjects,
         cluster_subject=(
@@ -190,6 +178,22 @@ def build_model(
         unchecked=unchecked_pod_specs(inventory.objects),
         unfollowed=list(unfollowed),
     )
+
+
+def _rbac(
+    index: ObjectIndex,
+    config: Config,
+    setup: deviceplugin.Setup,
+    sharing_configs: Sequence[tuple[KubeObject, SharingConfigFacts]],
+) -> dict[str, Any]:
+    """``cluster.rbac``, with the ConfigMaps that steer the device stack."""
+    operator_config_maps = [
+        obj.name for obj in index.kind("ConfigMap") if obj.namespace in config.operator_namespaces
+    ]
+    stack = deviceplugin.stack_config_maps(
+        setup, [obj for obj, _ in sharing_configs], operator_config_maps
+    )
+    return rbac_facts(index, config, stack)
 
 
 UNCHECKED_SHOWN: Final = 20

@@ -45,8 +45,9 @@ from scanner.config.values import Config
 from scanner.errors import CelError
 from scanner.inventory import KubeObject, as_mapping
 from scanner.kinds import WORKLOAD_KINDS, api_group
+from scanner.kinds.resources import RESOURCES, Resource, find
+from scanner.model.facts import AdmissionFacts
 from scanner.model.index import ObjectIndex
-from scanner.sources.resources import RESOURCES, Resource, find
 
 GROUP = "admissionregistration.k8s.io"
 POLICY = "ValidatingAdmissionPolicy"
@@ -62,7 +63,7 @@ _CONTROLLERS: tuple[Resource, ...] = tuple(
 
 def admission_facts(
     index: ObjectIndex, config: Config, listed: frozenset[tuple[str, str]] | None
-) -> dict[str, Any]:
+) -> AdmissionFacts:
     """``admission`` (see the module docstring). ``listed``: the (group, kind) pairs an
     audit listed to the end; None when the run cannot tell (then presence decides)."""
     policies = [obj for obj in index.kind(POLICY) if api_group(obj.api_version) == GROUP]

@@ -3,7 +3,7 @@
 Rules about something the cluster lacks (PG605: no admission policy enforces the
 GPU pod floor) have no object to report on, so the model makes one up: a
 ``poolgate.io/v1alpha1`` ``Cluster`` named ``cluster`` whose URI is
-``cluster://<context>/_cluster`` (``scanner.sources.snapshot.cluster_uri``), with
+``cluster://<context>/_cluster`` (``scanner.inventory.cluster_uri``), with
 source type ``cluster`` and no file, like every live object. The name does not
 carry the context, so a finding's fingerprint is the same whichever kubeconfig
 context (or ``in-cluster``) read the cluster: baselines and drift survive a
@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from scanner.config.values import Config
-from scanner.inventory import KubeObject, LineMap, Origin
+from scanner.inventory import LIVE, KubeObject, LineMap, Origin, cluster_uri
 from scanner.model.admission import admission_facts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import NAME_LIMIT
 from scanner.model.workloads import Workload
-from scanner.sources.snapshot import SOURCE_TYPE, cluster_uri
 
 API_VERSION = "poolgate.io/v1alpha1"
 KIND = "Cluster"
@@ -60,7 +59,7 @@ class ClusterScope:
 def cluster_object(scope: ClusterScope) -> KubeObject:
     """The synthetic object cluster findings attach to (see the module docstring)."""
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": NAME}}
-    return KubeObject(body, Origin(scope.uri, source_type=SOURCE_TYPE), LineMap({}))
+    return KubeObject(body, Origin(scope.uri, source_type=LIVE), LineMap({}))
 
 
 def cluster_variables(

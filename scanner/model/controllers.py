@@ -43,9 +43,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, cast
 
-from scanner.inventory import KubeObject, as_mapping, is_mapping
+from scanner.inventory import LIVE, KubeObject, as_mapping, is_mapping
 from scanner.model.index import ObjectIndex
-from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 CONTROLLER_EDGES: Final[Mapping[str, frozenset[tuple[str, str]]]] = {
     "Pod": frozenset(

@@ -13,13 +13,19 @@ work on MIG devices.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.inventory import KubeObject, Position, as_mapping, join_path
+from scanner.model.facts import SharingConfigFacts
 from scanner.model.index import ObjectIndex
-from scanner.sources.yaml.document import parse_plain
+
+ReadYaml = Callable[[str], tuple[list[tuple[Any, dict[str, Position]]], list[tuple[str, int, int]]]]
+"""Reads every YAML document of a text: (value, field positions) each, and the problems
+(message, line, column). The run gives the model its YAML reader
+(``scanner.sources.yaml.document.parse_plain``: the limits and marks manifests are read
+with); the model reads the configs ConfigMaps hold with it and imports no source."""
 
 CLUSTER_POLICY = "ClusterPolicy"
 RESOURCE_PREFIX = "nvidia.com/"
@@ -111,13 +117,13 @@ def _named_config_maps(value: object, parent: str = "") -> set[str]:
     return found
 
 
-def config_maps(index: ObjectIndex, setup: Setup) -> list[KubeObject]:
+def config_maps(index: ObjectIndex, setup: Setup, read: ReadYaml) -> list[KubeObject]:
     """ConfigMaps that hold device-plugin configs: the one ClusterPolicy names, and any
     ConfigMap with a value shaped as one (``_looks_like_config``: Helm installs of the
     plugin)."""
     found = []
     for obj in index.kind("ConfigMap"):
-        if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj):
+        if (setup.config_name and obj.name == setup.config_name) or _looks_like_config(obj, read):
             found.append(obj)
     return found
 
@@ -140,7 +146,7 @@ _PLUGIN_FLAGS: Final = frozenset(
 """The device plugin's config ``flags`` (its v1 ``Flags``: the command-line options)."""
 
 
-def _looks_like_config(obj: KubeObject) -> bool:
+def _looks_like_config(obj: KubeObject, read: ReadYaml) -> bool:
     """Whether a value of the ConfigMap is a device-plugin config, in YAML or JSON
     (the plugin reads either): ``sharing.timeSlicing``/``sharing.mps`` or one of the
     plugin's ``flags``, with or without ``version`` (the plugin takes a missing one as
@@ -150,7 +156,7 @@ def _looks_like_config(obj: KubeObject) -> bool:
     for value in as_mapping(obj.body.get("data")).values():
         if not (isinstance(value, str) and _may_be_config(value)):
             continue
-        documents, problems = parse_plain(value)
+        documents, problems = read(value)
         if problems and not documents:
             if _spells_config_keys(value):
                 return True
@@ -200,7 +206,9 @@ def _unescape(match: re.Match[str]) -> str:
     return chr(code) if code <= 0x10FFFF else match.group(0)
 
 
-def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, Any]:
+def parse_entry(
+    key: str, text: object, data_path: str, line: int, read: ReadYaml
+) -> dict[str, Any]:
     """One ConfigMap data value as facts. ``line`` is the file line of the data key;
     a block scalar's content starts on the next line, so embedded positions are offset
     from there (``*Line`` facts are absolute file lines, 0 when unknown)."""
@@ -226,34 +234,51 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     if not isinstance(text, str):
         entry["error"] = "value is not a string"
         return entry
-    documents, problems = parse_plain(text)
-    base = line if "\n" in text.strip() else line - 1
-
-    def at(positions: Mapping[str, Position], path: str) -> int:
-        """The file line of ``path`` inside the value; 0 when the value has no such field."""
-        position = positions.get(path)
-        if position is None:
-            return 0
-        return base + position[0] if "\n" in text.strip() else line
-
+    documents, problems = read(text)
+    lines = _Lines(text, line)
     if problems:
         message, problem_line, _ = problems[0]
         entry["error"] = f"does not parse: {message}"
         # Errors at the end of the value are reported past its last line.
         last = len(text.splitlines())
-        entry["errorLine"] = base + min(problem_line, last) if "\n" in text.strip() else line
+        entry["errorLine"] = lines.base + min(problem_line, last) if lines.multiline else line
         return entry
     if len(documents) != 1 or not isinstance(documents[0][0], Mapping):
         entry["error"] = "is not a YAML mapping"
         return entry
     body, positions = documents[0]
+    _read_config(entry, body, lambda path: lines.at(positions, path))
+    return entry
+
+
+class _Lines:
+    """File lines of the fields inside one ConfigMap value."""
+
+    __slots__ = ("base", "line", "multiline")
+
+    def __init__(self, text: str, line: int) -> None:
+        self.line = line
+        self.multiline = "\n" in text.strip()
+        self.base = line if self.multiline else line - 1
+
+    def at(self, positions: Mapping[str, Position], path: str) -> int:
+        """The file line of ``path`` inside the value; 0 when the value has no such field."""
+        position = positions.get(path)
+        if position is None:
+            return 0
+        return self.base + position[0] if self.multiline else self.line
+
+
+def _read_config(entry: dict[str, Any], body: Mapping[str, Any], at: Callable[[str], int]) -> None:
+    """The sharing facts of a config that parsed as a mapping (``parse_entry``)."""
+    line = entry["line"]
     # The plugin takes a config without a version as v1 (config.go, parseConfigFrom).
     entry["version"] = _text(body.get("version")) if "version" in body else "v1"
     flags = as_mapping(body.get("flags"))
     entry["migStrategy"] = _text(flags.get("migStrategy"))
     entry["migStrategySource"] = "config" if entry["migStrategy"] else ""
     sharing = as_mapping(body.get("sharing"))
-    entry["sharingLine"] = at(positions, "sharing") or line
+    entry["sharingLine"] = at("sharing") or line
     time_slicing = sharing.get("timeSlicing")
     mps = sharing.get("mps")
     entry["timeSlicing"] = isinstance(time_slicing, Mapping)
@@ -262,45 +287,45 @@ def parse_entry(key: str, text: object, data_path: str, line: int) -> dict[str, 
     chosen = as_mapping(sharing.get(chosen_key)) if chosen_key else {}
     prefix = f"sharing.{chosen_key}"
     entry["renameByDefault"] = chosen.get("renameByDefault") is True
-    entry["renameLine"] = at(positions, f"{prefix}.renameByDefault") if chosen_key else 0
+    entry["renameLine"] = at(f"{prefix}.renameByDefault") if chosen_key else 0
     entry["failRequestsGreaterThanOne"] = chosen.get("failRequestsGreaterThanOne") is True
-    entry["failLine"] = at(positions, f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
-    resources: list[dict[str, Any]] = []
-    for index, resource in enumerate(_list(chosen.get("resources"))):
-        resource = as_mapping(resource)
-        name = _text(resource.get("name"))
-        replicas = resource.get("replicas")
-        resources.append(
-            {
-                "name": name,
-                "known": known_resource(name),
-                "advertisedAs": _plus_spelling(name),
-                "replicas": replicas
-                if isinstance(replicas, int) and not isinstance(replicas, bool)
-                else 0,
-                "subpath": f"{prefix}.resources[{index}]",
-                "line": at(positions, f"{prefix}.resources[{index}]") or line,
-                "replicasLine": at(positions, f"{prefix}.resources[{index}].replicas")
-                or at(positions, f"{prefix}.resources[{index}]")
-                or line,
-            }
-        )
+    entry["failLine"] = at(f"{prefix}.failRequestsGreaterThanOne") if chosen_key else 0
+    resources = [
+        _resource(as_mapping(resource), f"{prefix}.resources[{index}]", at, line)
+        for index, resource in enumerate(_list(chosen.get("resources")))
+    ]
     entry["resources"] = resources
     if chosen_key and not resources:
         # The plugin refuses it ("no resources specified") on every node selecting it.
         entry["error"] = f"has {prefix} with no resources, which the device plugin refuses"
-        entry["errorLine"] = at(positions, prefix) or line
-        return entry
+        entry["errorLine"] = at(prefix) or line
+        return
     shares = any(resource["replicas"] >= 2 for resource in resources)
     if entry["timeSlicing"] and shares:
         entry["mode"] = "time-slicing"
     elif entry["mps"] and shares:
         entry["mode"] = "mps"
     entry["valid"] = True
-    return entry
 
 
-def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
+def _resource(
+    resource: Mapping[str, Any], subpath: str, at: Callable[[str], int], line: int
+) -> dict[str, Any]:
+    """One shared resource of a config: its name, replicas and lines."""
+    name = _text(resource.get("name"))
+    replicas = resource.get("replicas")
+    return {
+        "name": name,
+        "known": known_resource(name),
+        "advertisedAs": _plus_spelling(name),
+        "replicas": replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0,
+        "subpath": subpath,
+        "line": at(subpath) or line,
+        "replicasLine": at(f"{subpath}.replicas") or at(subpath) or line,
+    }
+
+
+def config_facts(obj: KubeObject, setup: Setup, read: ReadYaml) -> SharingConfigFacts:
     """The ``sharingConfig`` subject: one device-plugin ConfigMap, its entries, and
     ``resources``: every sharing resource of every valid entry, with its entry's key."""
     data = as_mapping(obj.body.get("data"))
@@ -308,7 +333,7 @@ def config_facts(obj: KubeObject, setup: Setup) -> dict[str, Any]:
     entries = []
     for key in sorted(data):
         path = join_path("data", key)
-        entry = parse_entry(key, data[key], "data", obj.position(path)[0])
+        entry = parse_entry(key, data[key], "data", obj.position(path)[0], read)
         if referenced and setup.plugin_enabled and setup.mig_strategy and entry["valid"]:
             # The operator runs the plugin with MIG_STRATEGY from ClusterPolicy, which
             # the plugin takes over flags.migStrategy (flag, environment, file).

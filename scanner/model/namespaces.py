@@ -2,26 +2,13 @@
 
 Every workload gets ``workload.ns``; every Namespace object in scope is also a
 ``namespace`` subject, seen by rules as the CEL variable ``ns`` (``namespace`` is
-a reserved word in CEL). The facts:
-
-* ``name``; ``known``: a Namespace object of that name is in scope (scanned, or
-  added with ``--context``). Rules that conclude from something *missing* in a
-  namespace (DESIGN.md, "absence of evidence") only do so when ``known`` is true.
-* ``labels``; ``trustDomain``: the value of the label named by config
-  ``trustDomainLabel``, else the namespace's own name; operator namespaces are
-  ``platform``;
-* ``operator`` (config ``operatorNamespaces``), ``system`` (config
-  ``systemNamespaces``) and ``platform`` (either);
-* ``pssEnforce``: the ``pod-security.kubernetes.io/enforce`` label value, or ``""``;
-* ``networkPolicies``: names of the NetworkPolicies in scope in the namespace,
-  ``netpolsKnown``: there is at least one;
-* ``defaultDenyIngress`` / ``defaultDenyEgress`` / ``defaultDeny`` (both): see
-  ``default_deny``;
-* ``signatureOptIn``: label ``policy.sigstore.dev/include`` is ``"true"`` (the
-  Sigstore policy-controller only admits-checks opted-in namespaces);
-* ``gpuWorkloads``: ``count`` of GPU workloads in scope in the namespace and the
-  first ``NAME_LIMIT`` of their ``names`` (``Kind/name``, sorted); a controlled pod
-  or ReplicaSet counts as its controller (``scanner.model.controllers``).
+a reserved word in CEL). ``scanner.model.facts`` (``NamespaceFacts``) declares the
+facts. Rules that conclude from something *missing* in a namespace (DESIGN.md,
+"absence of evidence") only do so when ``known`` is true: a Namespace object of that
+name is in scope (scanned, or added with ``--context``). ``signatureOptIn`` is there
+because the Sigstore policy-controller only checks opted-in namespaces; for
+``defaultDeny`` see ``default_deny``; in ``gpuWorkloads`` a controlled pod or
+ReplicaSet counts as its controller (``scanner.model.controllers``).
 
 Objects without ``metadata.namespace`` count as namespace ``default``, where
 ``kubectl apply`` would put them (as workloads do).
@@ -35,6 +22,7 @@ from typing import Any
 
 from scanner.config.values import Config
 from scanner.inventory import KubeObject
+from scanner.model.facts import NamespaceFacts
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Workload
 
@@ -50,11 +38,11 @@ Capped because every workload carries its namespace's facts into its CEL activat
 class Namespaces:
     """Namespace facts by name, and the Namespace objects that are ``namespace`` subjects."""
 
-    facts: Mapping[str, dict[str, Any]]
-    subjects: Sequence[tuple[KubeObject, dict[str, Any]]]
+    facts: Mapping[str, NamespaceFacts]
+    subjects: Sequence[tuple[KubeObject, NamespaceFacts]]
     config: Config
 
-    def get(self, name: str) -> dict[str, Any]:
+    def get(self, name: str) -> NamespaceFacts:
         """The facts of ``name``; a namespace nothing in scope mentions is unknown and empty."""
         found = self.facts.get(name)
         return found if found is not None else namespace_facts(name, None, (), (), self.config)
@@ -116,8 +104,8 @@ def namespace_facts(
     network_policies: Iterable[KubeObject],
     gpu_workloads: Sequence[str],
     config: Config,
-) -> dict[str, Any]:
-    """The facts of one namespace (see the module docstring)."""
+) -> NamespaceFacts:
+    """The facts of one namespace (``NamespaceFacts``)."""
     labels = _string_map(obj.metadata.get("labels")) if obj is not None else {}
     operator = name in config.operator_namespaces
     system = name in config.system_namespaces

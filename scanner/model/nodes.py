@@ -1,8 +1,9 @@
 """GPU nodes and node-pool declarations, reduced to one shape: the ``node`` facts.
 
 Live clusters have Nodes; manifest repositories have declarations of the nodes to
-come (Karpenter ``NodePool``, Config Connector ``ContainerNodePool``, Cluster API
-``MachineDeployment``). Both become the same facts so pool rules do not care which
+come, which the providers of ``scanner.model.providers`` read (Karpenter ``NodePool``,
+Config Connector ``ContainerNodePool``, Cluster API ``MachineDeployment``). Both become
+the same facts (``scanner.model.facts.NodeFacts``) so pool rules do not care which
 they see (RULES.md, "GPU node", "Node-pool declarations", "Sharing mode").
 
 ``labels`` maps a label key to the list of values the node (or any node of the
@@ -12,16 +13,17 @@ requirement ``In [a, b]``.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, NamedTuple
 
 from scanner.config.values import Config
 from scanner.inventory import KubeObject, as_mapping, join_path
 from scanner.model.deviceplugin import Setup
+from scanner.model.facts import NodeFacts, Taint
 from scanner.model.index import ObjectIndex
+from scanner.model.providers import DECLARE, gke
+from scanner.model.providers.declaration import Declaration, items, string_lists, taint
 from scanner.model.quantity import positive_count
-from scanner.model.selectors import label_value
 from scanner.model.workloads import GPU_RESOURCE
 
 GPU_LABELS_TRUE = (
@@ -38,71 +40,69 @@ GPU_LABELS_ANY = (
     "k8s.amazonaws.com/accelerator",
 )
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
-_EFFECTS = {
-    "NO_SCHEDULE": "NoSchedule",
-    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-    "NO_EXECUTE": "NoExecute",
-}
-_MIG_PROFILE = re.compile(r"^nvidia\.com/mig-(.+?)(?:\.shared)?$")
 _NOT_A_PROFILE = ("all-disabled", "all-enabled", "all-balanced")
 """MIG manager configs named ``all-...`` that do not name one profile."""
 
-KARPENTER_NODEPOOL = ("NodePool", "karpenter.sh/")
-GKE_NODEPOOL = ("ContainerNodePool", "container.cnrm.cloud.google.com/")
-GKE_NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 DEVICE_PLUGIN_DEPLOY_LABEL: Final = "nvidia.com/gpu.deploy.device-plugin"
 """The GPU Operator deploys an operand on a node unless its ``nvidia.com/gpu.deploy.<operand>``
 label is ``false``."""
-CAPI_MACHINEDEPLOYMENT = ("MachineDeployment", "cluster.x-k8s.io/")
 
 
 def build_nodes(
     index: ObjectIndex, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
-) -> list[tuple[KubeObject, dict[str, Any]]]:
+) -> list[tuple[KubeObject, NodeFacts]]:
     """Facts for every Node and node-pool declaration in the inventory."""
-    found: list[tuple[KubeObject, dict[str, Any]]] = []
+    found: list[tuple[KubeObject, NodeFacts]] = []
     for obj in index.kind("Node"):
         found.append((obj, _node(obj, config, setup, entries)))
-    for kind, group in (KARPENTER_NODEPOOL, GKE_NODEPOOL, CAPI_MACHINEDEPLOYMENT):
-        for obj in index.kind(kind):
-            if obj.api_version.startswith(group):
-                found.append((obj, _declaration(obj, index, config, setup, entries)))
+    for provider, declare in DECLARE.items():
+        for obj in index.kind(provider.kind):
+            if obj.api_version.startswith(f"{provider.group}/"):
+                facts = _declaration(obj, declare(obj, index), config, setup, entries)
+                found.append((obj, facts))
     return found
 
 
-AWS_NVIDIA_FAMILIES: Final = frozenset(
-    {
-        *("p2", "p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200"),
-        *("g3", "g3s", "g4dn", "g5", "g5g", "g6", "g6e", "g6f", "gr6", "gr6f"),
-    }
-)
-"""EC2 instance families with NVIDIA GPUs (not g4ad: AMD; not inf, trn, dl: other
-accelerators). Karpenter's own GPU examples select them by family."""
-
-
-def _nvidia_instances(key: str, values: Sequence[str]) -> bool:
-    """Whether a Karpenter requirement ``key In values`` admits only EC2 instances with
-    NVIDIA GPUs: families (``g5``), types (``p4d.24xlarge``), or the ``p`` category."""
-    if not values:
-        return False
-    if key == "karpenter.k8s.aws/instance-family":
-        return all(value in AWS_NVIDIA_FAMILIES for value in values)
-    if key == "node.kubernetes.io/instance-type":
-        return all(value.partition(".")[0] in AWS_NVIDIA_FAMILIES for value in values)
-    if key == "karpenter.k8s.aws/instance-category":
-        return all(value == "p" for value in values)
-    return False
+def _declaration(
+    obj: KubeObject,
+    declared: Declaration,
+    config: Config,
+    setup: Setup,
+    entries: Mapping[str, Mapping[str, Any]],
+) -> NodeFacts:
+    """The facts of a node-pool declaration, from what its provider read."""
+    labels = declared.labels
+    for key, values in declared.provider_labels.items():
+        labels.setdefault(key, values)
+    taints = declared.taints + declared.implicit_taints
+    facts = _common(obj, "declaration", labels, taints, config, setup, entries)
+    facts["gpu"] = declared.gpu or facts["gpuLabeled"]
+    facts["gpuCount"] = max(declared.gpu_count, facts["gpuCount"])
+    facts["identity"] = declared.identity
+    facts["taintsPath"] = declared.taints_path
+    facts["labelsPath"] = declared.labels_path
+    facts["devicePluginConfigPath"] = join_path(declared.labels_path, DEVICE_PLUGIN_LABEL)
+    facts["implicitTaints"] = declared.implicit_taints
+    facts["gke"] = declared.gke
+    if declared.sharing or declared.mig_profile:
+        shared = declared.sharing.replace("time-sharing", "time-slicing")
+        facts["sharing"] = _combine(mig=bool(declared.mig_profile), shared=shared)
+        if declared.mig_profile:
+            facts["migProfiles"] = [declared.mig_profile]
+    if facts["gke"]:
+        facts["advertises"] = ["nvidia.com/gpu"]  # GKE exposes slices and shares as nvidia.com/gpu
+    return facts
 
 
 def _node(
     obj: KubeObject, config: Config, setup: Setup, entries: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
+) -> NodeFacts:
     meta = obj.metadata
-    labels = {str(k): [label_value(v)] for k, v in as_mapping(meta.get("labels")).items()}
+    labels = string_lists(meta.get("labels"))
     status = as_mapping(obj.body.get("status"))
     allocatable = _gpu_counts(status.get("allocatable"))
     capacity = _gpu_counts(status.get("capacity"))
-    taints = [_taint(t) for t in _list(as_mapping(obj.body.get("spec")).get("taints"))]
+    taints = [taint(t) for t in items(as_mapping(obj.body.get("spec")).get("taints"))]
     status_known = "allocatable" in status or "capacity" in status
     observed: dict[str, int] | None = None
     if status_known:
@@ -118,7 +118,7 @@ def _node(
     facts["gpu"] = bool(allocatable or capacity) or facts["gpuLabeled"]
     # A GKE node (its node pool label says so): GKE runs the ExtendedResourceToleration
     # admission plugin, which tolerates its nvidia.com/gpu taint for GPU pods.
-    facts["gke"] = GKE_NODEPOOL_LABEL in labels
+    facts["gke"] = gke.NODEPOOL_LABEL in labels
     # No device plugin meant to run here: the ClusterPolicy turns it off (NVIDIA's DRA
     # driver publishes the GPUs instead), or the GPU Operator's per-node operand label.
     facts["devicePluginDisabled"] = not setup.plugin_enabled or (
@@ -133,7 +133,7 @@ def _node(
     return facts
 
 
-def _whole_gpus(facts: Mapping[str, Any], observed: Mapping[str, int]) -> int:
+def _whole_gpus(facts: NodeFacts, observed: Mapping[str, int]) -> int:
     """The GPUs a Node's status shows: ``nvidia.com/gpu`` (or its ``.shared`` name),
     once per GPU: a time-sliced or MPS node advertises each GPU once per replica. Never
     the slices of the mixed strategy (``nvidia.com/mig-*``). Under the single strategy
@@ -147,280 +147,41 @@ def _whole_gpus(facts: Mapping[str, Any], observed: Mapping[str, int]) -> int:
 WHOLE_GPU: Final = "nvidia.com/gpu"
 
 
-def _declaration(
-    obj: KubeObject,
-    index: ObjectIndex,
-    config: Config,
-    setup: Setup,
-    entries: Mapping[str, Mapping[str, Any]],
-) -> dict[str, Any]:
-    spec = as_mapping(obj.body.get("spec"))
-    identity: dict[str, Any] = {
-        "provider": "",
-        "known": False,
-        "metadataMode": "",
-        "hopLimit": 0,
-        "httpTokens": "",
-        "tokensPath": "",
-        "broadScopes": False,
-        "path": "",
-        "scopesPath": "",
-        "ref": "",
-    }
-    gpu = False
-    gpu_count = 0
-    extra: dict[str, list[str]] = {}
-    implicit_taints: list[dict[str, str]] = []
-    sharing_hint = ""
-    mig_profile = ""
-    if obj.kind == "NodePool":
-        template = as_mapping(spec.get("template"))
-        labels = _string_lists(as_mapping(template.get("metadata")).get("labels"))
-        taints = [_taint(t) for t in _list(as_mapping(template.get("spec")).get("taints"))]
-        taints_path = "spec.template.spec.taints"
-        labels_path = "spec.template.metadata.labels"
-        extra["karpenter.sh/nodepool"] = [obj.name]
-        for requirement in _list(as_mapping(template.get("spec")).get("requirements")):
-            requirement = as_mapping(requirement)
-            key, operator = _text(requirement.get("key")), requirement.get("operator")
-            values = [label_value(v) for v in _list(requirement.get("values"))]
-            if operator == "In" and key:
-                extra.setdefault(key, values)
-            if key == "karpenter.k8s.aws/instance-gpu-count":
-                if operator == "Gt" and values:  # more than N GPUs: at least one
-                    gpu = True
-                elif operator == "In" and any(positive_count(v) > 0 for v in values):
-                    gpu = True
-                    gpu_count = max(positive_count(v) for v in values)
-            if key == "karpenter.k8s.aws/instance-gpu-name" and operator in ("In", "Exists"):
-                gpu = True
-            if (
-                key == "karpenter.k8s.aws/instance-gpu-manufacturer"
-                and operator == "In"
-                and "nvidia" in values
-            ):
-                gpu = True
-            if operator == "In" and _nvidia_instances(key, values):
-                gpu = True
-        limits = as_mapping(spec.get("limits"))
-        if any(isinstance(k, str) and GPU_RESOURCE.match(k) for k in limits):
-            gpu = True
-        node_class = _text(
-            as_mapping(as_mapping(template.get("spec")).get("nodeClassRef")).get("name")
-        )
-        ec2 = index.get("EC2NodeClass", "", node_class) if node_class else None
-        identity["provider"] = "aws"
-        if ec2 is not None:
-            options = as_mapping(as_mapping(ec2.body.get("spec")).get("metadataOptions"))
-            hop = options.get("httpPutResponseHopLimit")
-            identity["hopLimit"] = hop if isinstance(hop, int) and not isinstance(hop, bool) else 1
-            identity["ref"] = ec2.ref.logical_name
-            identity["path"] = (
-                "spec.metadataOptions.httpPutResponseHopLimit"
-                if "httpPutResponseHopLimit" in options
-                else "spec"
-            )
-            # Karpenter's default is required (IMDSv2 only); optional keeps IMDSv1,
-            # which the hop limit does not guard (it limits the token's PUT response).
-            tokens = options.get("httpTokens")
-            identity["httpTokens"] = tokens if isinstance(tokens, str) and tokens else "required"
-            identity["tokensPath"] = (
-                "spec.metadataOptions.httpTokens" if "httpTokens" in options else "spec"
-            )
-            # httpEndpoint disabled: nothing on the node reaches the metadata service,
-            # whatever the hop limit and tokens say (AWS InstanceMetadataOptions).
-            identity["endpoint"] = "disabled" if options.get("httpEndpoint") == "disabled" else ""
-            identity["known"] = True
-        else:
-            identity["known"] = False
-    elif obj.kind == "ContainerNodePool":
-        node_config = as_mapping(spec.get("nodeConfig"))
-        labels = _string_lists(node_config.get("labels"))
-        taints = [
-            {
-                "key": _text(t.get("key")),
-                "value": label_value(t.get("value")),
-                "effect": _EFFECTS.get(_text(t.get("effect")), _text(t.get("effect"))),
-            }
-            for t in map(as_mapping, _list(node_config.get("taint")))
-        ]
-        taints_path = "spec.nodeConfig.taint"
-        labels_path = "spec.nodeConfig.labels"
-        # Config Connector names the GKE node pool spec.resourceID when set.
-        resource_id = spec.get("resourceID")
-        pool_name = resource_id if isinstance(resource_id, str) and resource_id else obj.name
-        extra["cloud.google.com/gke-nodepool"] = [pool_name]
-        accelerators = [as_mapping(a) for a in _list(node_config.get("guestAccelerator"))]
-        if accelerators:
-            gpu = True
-            first = accelerators[0]
-            gpu_count = max(positive_count(a.get("count")) for a in accelerators)
-            extra["cloud.google.com/gke-accelerator"] = [_text(first.get("type"))]
-            mig_profile = _text(first.get("gpuPartitionSize"))
-            if mig_profile:
-                extra["cloud.google.com/gke-gpu-partition-size"] = [mig_profile]
-            sharing = as_mapping(first.get("gpuSharingConfig"))
-            strategy = _text(sharing.get("gpuSharingStrategy"))
-            if strategy:
-                sharing_hint = {"TIME_SHARING": "time-sharing", "MPS": "mps"}.get(
-                    strategy, strategy.lower()
-                )
-                extra["cloud.google.com/gke-gpu-sharing-strategy"] = [sharing_hint]
-                clients = sharing.get("maxSharedClientsPerGpu")
-                if clients is not None:
-                    key = "cloud.google.com/gke-max-shared-clients-per-gpu"
-                    extra[key] = [label_value(clients)]
-            # GKE taints GPU node pools nvidia.com/gpu=present:NoSchedule itself.
-            implicit_taints.append(
-                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-            )
-        metadata_config = as_mapping(node_config.get("workloadMetadataConfig"))
-        scopes = [_text(s) for s in _list(node_config.get("oauthScopes"))]
-        identity.update(
-            provider="gcp",
-            known=True,
-            metadataMode=_text(metadata_config.get("mode")),
-            broadScopes=any(s.endswith("/cloud-platform") or s == "cloud-platform" for s in scopes),
-            path="spec.nodeConfig.workloadMetadataConfig.mode"
-            if "mode" in metadata_config
-            else "spec.nodeConfig",
-            scopesPath="spec.nodeConfig.oauthScopes",
-        )
-    else:  # Cluster API MachineDeployment
-        template = as_mapping(spec.get("template"))
-        labels = _string_lists(as_mapping(template.get("metadata")).get("labels"))
-        taints = [_taint(t) for t in _list(as_mapping(template.get("spec")).get("taints"))]
-        taints_path = "spec.template.spec.taints"
-        labels_path = "spec.template.metadata.labels"
-        extra["cluster.x-k8s.io/deployment-name"] = [obj.name]
-        annotations = as_mapping(obj.metadata.get("annotations"))
-        autoscaler = positive_count(
-            annotations.get("capacity.cluster-autoscaler.kubernetes.io/gpu-count")
-        )
-        if autoscaler:
-            gpu, gpu_count = True, autoscaler
-    for key, values in extra.items():
-        labels.setdefault(key, values)
-    facts = _common(obj, "declaration", labels, taints + implicit_taints, config, setup, entries)
-    facts["gpu"] = gpu or facts["gpuLabeled"]
-    facts["gpuCount"] = max(gpu_count, facts["gpuCount"])
-    facts["identity"] = identity
-    facts["taintsPath"] = taints_path
-    facts["labelsPath"] = labels_path
-    facts["devicePluginConfigPath"] = join_path(labels_path, DEVICE_PLUGIN_LABEL)
-    facts["implicitTaints"] = implicit_taints
-    facts["gke"] = obj.kind == "ContainerNodePool"
-    if sharing_hint or mig_profile:
-        facts["sharing"] = _combine(
-            mig=bool(mig_profile), shared=sharing_hint.replace("time-sharing", "time-slicing")
-        )
-        if mig_profile:
-            facts["migProfiles"] = [mig_profile]
-    if facts["gke"]:
-        facts["advertises"] = ["nvidia.com/gpu"]  # GKE exposes slices and shares as nvidia.com/gpu
-    return facts
-
-
 def _common(
     obj: KubeObject,
     source: str,
     labels: dict[str, list[str]],
-    taints: list[dict[str, str]],
+    taints: list[Taint],
     config: Config,
     setup: Setup,
     entries: Mapping[str, Mapping[str, Any]],
     observed: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
+) -> NodeFacts:
     """Facts a Node and a declaration share. ``observed``: the GPU resources a Node's
     status shows, name -> count (None when it shows no status)."""
-
-    def first(key: str) -> str:
-        values = labels.get(key)
-        return values[0] if values else ""
-
+    first = _Labels(labels).first
     pool_label = next((key for key in config.pool_labels if key in labels), "")
     gpu_labeled = any(first(key) == "true" for key in GPU_LABELS_TRUE) or any(
         key in labels for key in GPU_LABELS_ANY
     )
     config_key = first(DEVICE_PLUGIN_LABEL)
     entry = entries.get(config_key or setup.default_key)
-    product = first("nvidia.com/gpu.product")
-    mig_config = first("nvidia.com/mig.config")
-    partition = first("cloud.google.com/gke-gpu-partition-size")
-    mig_label = first("nvidia.com/mig.strategy")
-    observed_mig = any(name.startswith("nvidia.com/mig-") for name in observed or ())
-    mig = (
-        bool(mig_config and mig_config != "all-disabled")
-        or "-MIG-" in product
-        or bool(partition)
-        or observed_mig
-    )
-    # GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not
-    # (k8s-device-plugin internal/lm/mig-strategy.go). Alone, the label leaves MIG
-    # open: such a node may advertise whole GPUs or MIG slices, so the rules that
-    # say a pod cannot run there take both (the node's sharing mode stays what the
-    # other signals say). Whole GPUs in its status, or mig.config: all-disabled,
-    # settle it.
-    whole_gpus_seen = bool(observed) and not observed_mig and "-MIG-" not in product
-    maybe_mig = (
-        not mig
-        and mig_label in ("single", "mixed")
-        and not whole_gpus_seen
-        and mig_config != "all-disabled"
-    )
-    strategy_label = first("nvidia.com/gpu.sharing-strategy")
-    replicas = positive_count(first("nvidia.com/gpu.replicas"))
+    mig = _mig(first, observed, setup, entry)
+    shared = _shared(first, mig.strategy, entry)
     gke_sharing = first("cloud.google.com/gke-gpu-sharing-strategy")
-    # The GPU Operator passes ClusterPolicy's strategy to the plugin it runs as
-    # MIG_STRATEGY, which the plugin takes over its config file's flags.migStrategy
-    # (its precedence: flag, environment, file). A plugin the operator does not run
-    # (devicePlugin disabled) follows its config file.
-    mig_strategy = (
-        ("mixed" if observed_mig else "")  # only the mixed strategy advertises mig-*
-        or mig_label
-        or (setup.mig_strategy if setup.plugin_enabled else "")
-        or (str(entry.get("migStrategy", "")) if entry else "")
-        or setup.mig_strategy
-    )
-    if mig and mig_strategy in ("", "none"):
-        mig_strategy = "single"
-    if not mig:
-        mig_strategy = "none"
-    shared = ""
-    if strategy_label in ("time-slicing", "mps"):
-        shared = strategy_label
-    elif replicas > 1 or product.endswith("-SHARED"):
-        shared = "time-slicing"
-    elif gke_sharing:
-        shared = "mps" if gke_sharing == "mps" else "time-slicing"
-    elif (
-        entry is not None
-        and entry.get("mode") in ("time-slicing", "mps")
-        and _shares_here(entry, mig_strategy)
-    ):
-        shared = str(entry["mode"])
     # Only the MIG manager's all-<profile> convention names a profile; any other
     # config (all-balanced, a site's own five-1g-one-2g) leaves the profiles unknown.
     # Layouts tell MIG configs apart, whatever they name (PG202).
+    mig_config = first("nvidia.com/mig.config")
+    partition = first("cloud.google.com/gke-gpu-partition-size")
     profile = _config_profile(mig_config)
     profiles = [profile] if profile else []
     layouts = [profile or mig_config] if mig_config else []
     if partition:
         profiles.append(partition)
         layouts.append(partition)
-    sharing = _combine(mig=mig, shared=shared)
-    # Replicas per GPU of a time-sliced or MPS node: GFD's label, else the largest
-    # the device-plugin config gives a whole-GPU resource, else GKE's clients per GPU
-    # (0: unknown). One container may take one replica only under MPS (the device
-    # plugin forces failRequestsGreaterThanOne), when the config sets that flag, or on
-    # GKE's shared GPUs.
-    if shared and not replicas and entry is not None:
-        replicas = max(
-            (r["replicas"] for r in entry["resources"] if r["name"] in ("gpu", "nvidia.com/gpu")),
-            default=0,
-        )
-    if shared and not replicas:
-        replicas = positive_count(first("cloud.google.com/gke-max-shared-clients-per-gpu"))
+    sharing = _combine(mig=mig.enabled, shared=shared)
+    replicas = _replicas(first, shared, entry)
     # GKE refuses more than one nvidia.com/gpu per container on a shared GPU node,
     # time-sharing or MPS ("at most 1 nvidia.com/gpu can be requested on GPU nodes").
     one_share = (
@@ -441,12 +202,12 @@ def _common(
         "pool": first(pool_label) if pool_label else "",
         "poolLabel": pool_label,
         "sku": first(config.sku_label),
-        "product": product,
+        "product": first("nvidia.com/gpu.product"),
         "gpuCount": positive_count(first("nvidia.com/gpu.count")),
         "replicas": replicas if shared else 0,
         "oneShare": bool(shared) and one_share,
         "sharing": sharing,
-        "migStrategy": mig_strategy,
+        "migStrategy": mig.strategy,
         "migConfig": mig_config,
         "migConfigState": first("nvidia.com/mig.config.state"),
         "migProfiles": profiles,
@@ -456,16 +217,121 @@ def _common(
         "renameShared": rename,
         "advertises": sorted(
             {
-                *_advertised(sharing, mig_strategy, profiles, rename),
+                *_advertised(sharing, mig.strategy, profiles, rename),
                 *(
-                    _advertised(_combine(mig=True, shared=shared), mig_label, profiles, rename)
-                    if maybe_mig
+                    _advertised(_combine(mig=True, shared=shared), mig.label, profiles, rename)
+                    if mig.maybe
                     else ()
                 ),
             }
         ),
         "identity": {},
     }
+
+
+class _Labels(NamedTuple):
+    labels: Mapping[str, list[str]]
+
+    def first(self, key: str) -> str:
+        """The (first) value of label ``key``, "" when there is none."""
+        values = self.labels.get(key)
+        return values[0] if values else ""
+
+
+class _Mig(NamedTuple):
+    enabled: bool
+    maybe: bool
+    """Not known to be MIG, but it may be: the rules that say a pod cannot run there
+    take both whole GPUs and MIG slices."""
+    strategy: str
+    label: str
+    """The ``nvidia.com/mig.strategy`` label."""
+
+
+def _mig(
+    first: Callable[[str], str],
+    observed: Mapping[str, int] | None,
+    setup: Setup,
+    entry: Mapping[str, Any] | None,
+) -> _Mig:
+    """Whether the node partitions its GPUs with MIG, and under which strategy."""
+    product = first("nvidia.com/gpu.product")
+    mig_config = first("nvidia.com/mig.config")
+    mig_label = first("nvidia.com/mig.strategy")
+    observed_mig = any(name.startswith("nvidia.com/mig-") for name in observed or ())
+    mig = (
+        bool(mig_config and mig_config != "all-disabled")
+        or "-MIG-" in product
+        or bool(first("cloud.google.com/gke-gpu-partition-size"))
+        or observed_mig
+    )
+    # GFD labels every GPU node with the cluster's MIG strategy, MIG-enabled or not
+    # (k8s-device-plugin internal/lm/mig-strategy.go). Alone, the label leaves MIG
+    # open: such a node may advertise whole GPUs or MIG slices, so the rules that
+    # say a pod cannot run there take both (the node's sharing mode stays what the
+    # other signals say). Whole GPUs in its status, or mig.config: all-disabled,
+    # settle it.
+    whole_gpus_seen = bool(observed) and not observed_mig and "-MIG-" not in product
+    maybe_mig = (
+        not mig
+        and mig_label in ("single", "mixed")
+        and not whole_gpus_seen
+        and mig_config != "all-disabled"
+    )
+    # The GPU Operator passes ClusterPolicy's strategy to the plugin it runs as
+    # MIG_STRATEGY, which the plugin takes over its config file's flags.migStrategy
+    # (its precedence: flag, environment, file). A plugin the operator does not run
+    # (devicePlugin disabled) follows its config file.
+    strategy = (
+        ("mixed" if observed_mig else "")  # only the mixed strategy advertises mig-*
+        or mig_label
+        or (setup.mig_strategy if setup.plugin_enabled else "")
+        or (str(entry.get("migStrategy", "")) if entry else "")
+        or setup.mig_strategy
+    )
+    if mig and strategy in ("", "none"):
+        strategy = "single"
+    if not mig:
+        strategy = "none"
+    return _Mig(mig, maybe_mig, strategy, mig_label)
+
+
+def _shared(first: Callable[[str], str], mig_strategy: str, entry: Mapping[str, Any] | None) -> str:
+    """How the node shares its GPUs: ``time-slicing``, ``mps`` or ""."""
+    strategy_label = first("nvidia.com/gpu.sharing-strategy")
+    gke_sharing = first("cloud.google.com/gke-gpu-sharing-strategy")
+    if strategy_label in ("time-slicing", "mps"):
+        return strategy_label
+    if positive_count(first("nvidia.com/gpu.replicas")) > 1:
+        return "time-slicing"
+    if first("nvidia.com/gpu.product").endswith("-SHARED"):
+        return "time-slicing"
+    if gke_sharing:
+        return "mps" if gke_sharing == "mps" else "time-slicing"
+    if (
+        entry is not None
+        and entry.get("mode") in ("time-slicing", "mps")
+        and _shares_here(entry, mig_strategy)
+    ):
+        return str(entry["mode"])
+    return ""
+
+
+def _replicas(first: Callable[[str], str], shared: str, entry: Mapping[str, Any] | None) -> int:
+    """Replicas per GPU of a time-sliced or MPS node: GFD's label, else the largest the
+    device-plugin config gives a whole-GPU resource, else GKE's clients per GPU (0:
+    unknown). One container may take one replica only under MPS (the device plugin
+    forces failRequestsGreaterThanOne), when the config sets that flag, or on GKE's
+    shared GPUs."""
+    replicas = positive_count(first("nvidia.com/gpu.replicas"))
+    if shared and not replicas and entry is not None:
+        replicas = max(
+            (r["replicas"] for r in entry["resources"] if r["name"] in ("gpu", "nvidia.com/gpu")),
+            default=0,
+        )
+    if shared and not replicas:
+        replicas = positive_count(first("cloud.google.com/gke-max-shared-clients-per-gpu"))
+    return replicas
 
 
 def _combine(*, mig: bool, shared: str) -> str:
@@ -508,35 +374,9 @@ def _advertised(sharing: str, mig_strategy: str, profiles: list[str], rename: bo
     return [f"nvidia.com/gpu{suffix}"]
 
 
-def mig_profile_of(resource: str) -> str:
-    match = _MIG_PROFILE.match(resource)
-    return match.group(1) if match else ""
-
-
 def _gpu_counts(value: object) -> dict[str, int]:
     return {
         str(name): positive_count(count)
         for name, count in as_mapping(value).items()
         if isinstance(name, str) and GPU_RESOURCE.match(name)
     }
-
-
-def _taint(value: object) -> dict[str, str]:
-    taint = as_mapping(value)
-    return {
-        "key": _text(taint.get("key")),
-        "value": label_value(taint.get("value")),
-        "effect": _text(taint.get("effect")),
-    }
-
-
-def _string_lists(value: object) -> dict[str, list[str]]:
-    return {str(k): [label_value(v)] for k, v in as_mapping(value).items()}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""

@@ -52,7 +52,7 @@ def attach_signatures(
     policies = collect_policies(index)
     # Many pods share few images: when a verdict depends only on image, namespace and
     # kind, it is computed once and the (read-only) facts are shared.
-    shared: dict[tuple[str, str, str], dict[str, Any]] = {}
+    shared: dict[tuple[object, object, str], dict[str, Any]] = {}
     known = policies.known
 
     def join(workload: Workload) -> None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from scanner.config.values import Config
-from scanner.inventory import KubeObject, is_mapping
+from scanner.inventory import KubeObject
+from scanner.model.facts import NodeFacts, PoolFacts, Tenant, WorkloadFacts
 from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
@@ -33,12 +34,12 @@ class Pool:
     """A GPU pool; ``obj`` is its first member, where pool findings point by default."""
 
     obj: KubeObject
-    facts: dict[str, Any]
-    members: tuple[tuple[KubeObject, Mapping[str, Any]], ...]
+    facts: PoolFacts
+    members: tuple[tuple[KubeObject, NodeFacts], ...]
 
 
-def build_pools(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
-    grouped: dict[str, list[tuple[KubeObject, dict[str, Any]]]] = {}
+def build_pools(nodes: Sequence[tuple[KubeObject, NodeFacts]]) -> list[Pool]:
+    grouped: dict[str, list[tuple[KubeObject, NodeFacts]]] = {}
     for obj, facts in nodes:
         if not facts["gpu"]:
             continue
@@ -48,10 +49,10 @@ def build_pools(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool
     return [_pool(name, members) for name, members in sorted(grouped.items())]
 
 
-def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
+def _pool(name: str, members: list[tuple[KubeObject, NodeFacts]]) -> Pool:
     modes = sorted({facts["sharing"] for _, facts in members})
     mig_members = [facts for _, facts in members if "mig" in facts["sharing"]]
-    facts: dict[str, Any] = {
+    facts: PoolFacts = {
         "name": name,
         "unpooled": name == "",
         "members": [
@@ -81,11 +82,20 @@ def _pool(name: str, members: list[tuple[KubeObject, dict[str, Any]]]) -> Pool:
     return Pool(members[0][0], facts, tuple(members))
 
 
-def other_nodes(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool]:
+class Others(NamedTuple):
+    """Nodes or a declaration not known to have GPUs, grouped as pools are."""
+
+    name: str
+    """A pool's name (``""``: unpooled Nodes), or ``Kind/name`` of a declaration."""
+    declaration: bool
+    members: tuple[tuple[KubeObject, NodeFacts], ...]
+
+
+def other_nodes(nodes: Sequence[tuple[KubeObject, NodeFacts]]) -> list[Others]:
     """The Nodes and declarations not known to have GPUs, grouped as pools are (a
     declaration alone, Nodes by pool label, unpooled Nodes together): what a GPU
     workload that selects no GPU pool may select instead (``nonGpuMatches``)."""
-    grouped: dict[tuple[str, str], list[tuple[KubeObject, dict[str, Any]]]] = {}
+    grouped: dict[tuple[str, str], list[tuple[KubeObject, NodeFacts]]] = {}
     for obj, facts in nodes:
         if not facts["gpu"]:
             if facts["source"] == "declaration":
@@ -94,7 +104,7 @@ def other_nodes(nodes: Sequence[tuple[KubeObject, dict[str, Any]]]) -> list[Pool
                 key = ("pool", str(facts["pool"]))
             grouped.setdefault(key, []).append((obj, facts))
     return [
-        Pool(members[0][0], {"name": name, "declaration": kind == "declaration"}, tuple(members))
+        Others(name, kind == "declaration", tuple(members))
         for (kind, name), members in sorted(grouped.items())
     ]
 
@@ -104,7 +114,7 @@ def attach_targets(
     pools: Sequence[Pool],
     config: Config,
     trust_domain: Mapping[str, str],
-    others: Sequence[Pool] = (),
+    others: Sequence[Others] = (),
     unfollowed: dict[str, None] | None = None,
 ) -> Join:
     """Give every workload its ``targets`` (none unless it is a GPU workload),
@@ -134,7 +144,7 @@ def attach_targets(
             complete.append(workload)
         else:  # instance facts (INSTANCE_FACTS); the targets come with the rest
             targeting.place(workload.facts)
-    tenants: dict[str, dict[str, dict[str, Any]]] = {pool.facts["name"]: {} for pool in pools}
+    tenants: dict[str, dict[str, Tenant]] = {pool.facts["name"]: {} for pool in pools}
     for workload in complete:
         facts = workload.facts
         targeting.target(facts)
@@ -193,7 +203,7 @@ class _Targeting:
         pools: Sequence[Pool],
         config: Config,
         trust_domain: Mapping[str, str],
-        others: Sequence[Pool] = (),
+        others: Sequence[Others] = (),
     ) -> None:
         self.known = bool(pools)
         self.indexes = [_PoolIndex(pool) for pool in pools]
@@ -214,7 +224,7 @@ class _Targeting:
         self.unfollowed: dict[str, None] = {}
         """``Kind namespace/name`` of the GPU workloads not followed (``MAX_REACH``)."""
 
-    def place(self, facts: dict[str, Any]) -> None:
+    def place(self, facts: WorkloadFacts) -> None:
         """Set ``poolsKnown`` and ``trustDomain`` on one workload's facts."""
         facts["poolsKnown"] = self.known and self._followed(facts)
         facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
@@ -230,7 +240,7 @@ class _Targeting:
         self.unfollowed[f"{facts['kind']} {facts['namespace']}/{facts['name']}"] = None
         return False
 
-    def target(self, facts: dict[str, Any]) -> None:
+    def target(self, facts: WorkloadFacts) -> None:
         """Set ``poolsKnown``, ``trustDomain``, ``targets`` and ``nonGpuMatches`` on one
         workload's facts."""
         self.place(facts)
@@ -285,11 +295,11 @@ class _Targeting:
             target["shared"] = pool_facts["shared"]
 
 
-def _group_name(group: Mapping[str, Any], obj: KubeObject) -> str:
+def _group_name(group: Others, obj: KubeObject) -> str:
     """How ``nonGpuMatches`` names a group of ``other_nodes`` through its member ``obj``."""
-    if group["declaration"]:
-        return str(group["name"])
-    return f"pool {group['name']}" if group["name"] else f"{obj.kind}/{obj.name}"
+    if group.declaration:
+        return group.name
+    return f"pool {group.name}" if group.name else f"{obj.kind}/{obj.name}"
 
 
 _NAMED: Final = 5
@@ -308,15 +318,15 @@ class _OtherNodes:
     (``nonGpuMatches``): a thousand pods pinned by ``kubernetes.io/hostname`` to a
     thousand names cost a lookup each, not a pass over every Node."""
 
-    def __init__(self, groups: Sequence[Pool]) -> None:
-        self.declarations = [group for group in groups if group.facts["declaration"]]
+    def __init__(self, groups: Sequence[Others]) -> None:
+        self.declarations = [group for group in groups if group.declaration]
         self.declared = LabelIndex(
             [[member for _, member in group.members] for group in self.declarations]
         )
         self.members = [
-            (_group_name(group.facts, obj), obj, member)
+            (_group_name(group, obj), obj, member)
             for group in groups
-            if not group.facts["declaration"]
+            if not group.declaration
             for obj, member in group.members
         ]
         self.nodes = LabelIndex([[member] for _, _, member in self.members])
@@ -329,7 +339,7 @@ class _OtherNodes:
         else:
             declarations = [self.declarations[i] for i in found]
         names = {
-            _group_name(group.facts, group.members[0][0])
+            _group_name(group, group.members[0][0])
             for group in declarations
             if any(
                 selects(pod_spec, member["labels"], declaration=True) for _, member in group.members
@@ -418,48 +428,6 @@ def _selection_keys(pod_spec: Mapping[str, Any]) -> frozenset[str]:
             if isinstance(expression, Mapping):
                 keys.add(str(expression.get("key", "")))
     return frozenset(keys)
-
-
-def attach_running(
-    workloads: Sequence[Workload],
-    nodes: Sequence[tuple[KubeObject, dict[str, Any]]],
-    trust_domain: Mapping[str, str],
-) -> None:
-    """Live state: which GPU pods actually run on which shared node (audit, PG201).
-
-    Every GPU Pod bound to a Node (``spec.nodeName``) and not finished gets
-    ``runningNode`` = {name, sharing, shared, trustDomains}, where ``trustDomains`` are
-    those of all GPU pods running on that node. Pods of other workload kinds, and
-    manifests (no ``nodeName``), get an empty ``runningNode``. ``runningShared`` says
-    whether ``runningNode`` is a shared (time-sliced or MPS) node, as a plain flag.
-    """
-    by_name = {facts["name"]: facts for _obj, facts in nodes if facts["source"] == "node"}
-    domains: dict[str, set[str]] = {}
-    placed: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for workload in workloads:
-        facts = workload.facts
-        facts["runningNode"] = {}
-        facts["runningShared"] = False
-        if facts["kind"] != "Pod" or not facts["gpu"]:
-            continue
-        node_name = facts["podSpec"].get("nodeName")
-        status = workload.obj.body.get("status")
-        phase = status.get("phase") if is_mapping(status) else None
-        node = by_name.get(node_name) if isinstance(node_name, str) else None
-        if node is None or phase in ("Succeeded", "Failed"):
-            continue
-        domain = trust_domain.get(facts["namespace"])  # None: the Namespace is not in scope
-        if domain is not None and domain != "platform":
-            domains.setdefault(node["name"], set()).add(domain)
-        placed.append((facts, node))
-    for facts, node in placed:
-        facts["runningNode"] = {
-            "name": node["name"],
-            "sharing": node["sharing"],
-            "shared": node["sharing"] in SHARED_MODES,
-            "trustDomains": sorted(domains.get(node["name"], ())),
-        }
-        facts["runningShared"] = node["sharing"] in SHARED_MODES
 
 
 def diagnose(facts: Mapping[str, Any]) -> str:

@@ -41,11 +41,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from scanner.inventory import KubeObject, as_mapping
+from scanner.inventory import LIVE, KubeObject, as_mapping
 from scanner.kinds import api_group
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import Join, Workload, join_complete
-from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"

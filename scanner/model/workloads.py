@@ -1,49 +1,22 @@
 """Workloads: every pod-template-bearing object, reduced to the facts rules read.
 
-``Workload.facts`` is the CEL variable ``workload``:
-
-* ``kind``, ``apiVersion``, ``name``, ``namespace`` (``default`` when the manifest
-  sets none, as ``kubectl apply`` would) and ``namespaceSet``;
-* ``podSpec`` (the raw pod spec) and ``podSpecPath`` (``spec.template.spec``);
-* ``podLabels`` and ``podAnnotations`` of the pod template;
-* ``containers``: every container, init container and ephemeral container, each
-  the raw container fields plus ``path`` (``spec.template.spec.containers[1]``) and
-  ``type`` (``container``, ``initContainer``, ``ephemeralContainer``) and
-  ``digestPinned`` (the image ends in ``@sha256:<64 hex>``);
-* ``gpu``: whether any container requests or limits a GPU resource (a count of
-  zero asks for none: ``_gpu_names``), and
-  ``gpuResources``: one entry per GPU resource per container (see ``_gpu_entries``);
-* ``runtimeClassName`` and ``serviceAccountName`` (empty when unset);
-* ``selectedLabels``: node label key -> allowed values that every placement must
-  satisfy (``nodeSelector``, or a key every required node-affinity term pins with ``In``);
-* ``tolerations``: the pod's tolerations as written;
-* ``template``: which of the object's pod templates this is (``""`` for core kinds
-  and Argo Rollouts, ``Worker``, ``headGroupSpec``, ``workerGroupSpecs[1]``,
-  ``predictor``, ...): a GPU workload CRD with several templates is one workload
-  per template, each with its own ``podSpecPath``;
-* ``draClaims``: the pod's DRA ``resourceClaims`` resolved to ResourceClaims and
-  ResourceClaimTemplates (see ``scanner.model.dra``), and ``gpuViaDra``: whether
-  one of them requests a GPU DeviceClass (``gpu`` is then true as well);
-* ``controlled`` and ``controller``: whether the object is a live object running
-  the current pod template of a controller in the same audit, and the top one of
-  that chain as ``Kind/name`` (a Pod of a ReplicaSet of a Deployment:
-  ``Deployment/api``; ``""`` when not controlled). Template rules skip controlled
-  workloads, whose controller's findings already cover them, unless they check
-  running instances (``match.controlled: include``); see ``scanner.model.controllers``;
-* ``pending``: a Pod whose ``status.phase`` is ``Pending`` (false for templates).
-
-Which kinds carry pod templates, and where, is the table in ``scanner.kinds``.
+``Workload.facts`` is the CEL variable ``workload``; ``scanner.model.facts``
+(``WorkloadFacts``) declares each of its facts, docs/facts.md lists them. A GPU workload
+CRD with several pod templates is one workload per template, each with its own
+``podSpecPath``; which kinds carry pod templates, and where, is the table in
+``scanner.kinds``.
 
 A controlled workload's facts are computed in two steps. A live cluster has a pod per
 replica, and nearly every pod is controlled: the template rules skip it, and the rules
 about running instances (PG201, PG603) read only a few facts before their condition
 decides. So the model gives a controlled workload its *instance facts* at once
-(``INSTANCE_FACTS``: the identity of the object, ``podSpec``, ``gpu``, ``draClaims``,
-``pending``, ``controlled``; then ``ns``, ``runningNode``, ``runningShared``,
-``trustDomain`` and ``poolsKnown`` from the model's joins) and the rest when a rule
-needs it (``Workload.complete``, called by the engine as ``scanner.evaluate.optimize.projection``
-decides): the template facts above, then the joins that ``build_model`` registered
-(targets, service account, RuntimeClass, pod security, signatures). Complete facts
+(``INSTANCE_FACTS``, the facts ``scanner.model.facts`` declares per instance: the
+identity of the object, ``podSpec``, ``gpu``, ``draClaims``, ``pending``, ``controlled``;
+then ``ns``, ``runningNode``, ``runningShared``, ``trustDomain`` and ``poolsKnown`` from
+the model's joins) and the rest when a rule needs it (``Workload.complete``, called
+by the engine as ``scanner.evaluate.optimize.projection`` decides): the template facts,
+then the joins that ``build_model`` registered (targets, service account, RuntimeClass,
+pod security, signatures). Complete facts
 are the same as those computed at once (``build_model(defer=False)``); the tests
 compare the two on live snapshots, the only input with controlled workloads.
 """
@@ -58,6 +31,7 @@ from scanner.inventory import InvalidDocument, KubeObject, is_mapping, join_path
 from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, workload_kind
 from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
+from scanner.model.facts import WorkloadFacts, table
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import is_zero, positive_count
 from scanner.model.selectors import label_value
@@ -74,7 +48,7 @@ resources ``"mig-" + profile`` with ``+`` written ``.``: ``mig-1g.10gb.me``,
 
 _DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 """An image pinned by digest (PG501). Computed here once: cel-cpp recompiles a
-``matches()`` pattern on every call, about 100 µs per container for this one."""
+``matches()`` pattern on every call, so once per container otherwise."""
 
 
 class Workload(NamedTuple):
@@ -82,7 +56,7 @@ class Workload(NamedTuple):
     A named tuple, like ``Subject``: a live cluster has one per replica pod."""
 
     obj: KubeObject
-    facts: dict[str, Any]
+    facts: WorkloadFacts
     """Mutable while the model is built (joins add facts), and while ``complete()`` adds
     a deferred workload's other facts (in a forked child, only the child's copy);
     never changed once complete. Only the instance facts until then."""
@@ -93,7 +67,7 @@ class Workload(NamedTuple):
     def is_gpu(self) -> bool:
         return bool(self.facts["gpu"])
 
-    def complete(self) -> dict[str, Any]:
+    def complete(self) -> WorkloadFacts:
         """Every fact of the workload, computing the deferred ones on the first call."""
         deferred = self.deferred
         if deferred is not None and not deferred.done:
@@ -110,28 +84,7 @@ class Workload(NamedTuple):
 
 
 INSTANCE_FACTS: Final = frozenset(
-    {
-        "apiVersion",
-        "kind",
-        "name",
-        "namespace",
-        "namespaceSet",
-        "template",
-        "podSpec",
-        "podSpecPath",
-        "gpu",
-        "gpuViaDra",
-        "draClaims",
-        "pending",
-        "controlled",
-        "controller",
-        # set by the model's joins on every workload
-        "ns",
-        "runningNode",
-        "runningShared",
-        "poolsKnown",
-        "trustDomain",
-    }
+    name for name, declared in table(WorkloadFacts).items() if declared.fact.instance
 )
 """The facts a deferred workload has before ``complete()``
 (scanner/evaluate/optimize/projection.py relies on the list being exact; a test compares
@@ -238,7 +191,7 @@ def instance_facts(
     template: str = "",
     container_fields: tuple[str, ...] = (),
     dra: DraResolver | None = None,
-) -> dict[str, Any]:
+) -> WorkloadFacts:
     """The facts every workload gets at once (see the module docstring)."""
     ref = obj.ref  # the identity, read once
     namespace = ref.namespace
@@ -271,7 +224,7 @@ def workload_facts(
     template: str = "",
     container_fields: tuple[str, ...] = (),
     dra: DraResolver | None = None,
-) -> dict[str, Any]:
+) -> WorkloadFacts:
     """The CEL ``workload`` of one pod template (see the module docstring), before the
     model's joins.
 
@@ -288,7 +241,7 @@ def template_facts(
     pod_meta: Mapping[str, Any],
     path: str,
     container_fields: tuple[str, ...] = (),
-) -> dict[str, Any]:
+) -> WorkloadFacts:
     """The facts of a pod template that are not instance facts."""
     containers = list(_containers(pod_spec, path, container_fields))
     gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]

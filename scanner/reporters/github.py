@@ -24,17 +24,18 @@ from __future__ import annotations
 from typing import TextIO
 
 from scanner.findings.records import Finding, Level, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 from scanner.reporters.text import safe
 
 _COMMANDS = {Level.ERROR: "error", Level.WARNING: "warning", Level.NOTE: "notice"}
 
 
-def write(report: Report, stream: TextIO) -> None:
+def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
     """Write workflow commands for findings and notifications, then a summary line."""
     names = {rule.id: rule.name for rule in report.rules}
-    for finding in report.visible():
+    for finding in display.visible(report.findings):
         stream.write(_finding_command(finding, names.get(finding.rule_id, "")) + "\n")
     for notification in report.notifications:
         stream.write(_notification_command(notification) + "\n")
@@ -43,8 +44,8 @@ def write(report: Report, stream: TextIO) -> None:
         counts,
         files=report.stats.files,
         objects=report.stats.objects,
-        suppressed_shown=report.show_suppressed,
-        skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        suppressed_shown=display.show_suppressed,
+        skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )

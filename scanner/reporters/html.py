@@ -36,7 +36,8 @@ from typing import NamedTuple, TextIO
 from urllib.parse import urlsplit
 
 from scanner.findings.records import Finding, Level, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import Tally, plural, summary_line, tally
 from scanner.reporters.text import safe
 from scanner.ruleset.docs import RuleDoc
@@ -91,19 +92,21 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-act
 _ANCHOR_UNSAFE = re.compile("[^A-Za-z0-9-]")
 
 
-def write(report: Report, stream: TextIO, changes: Changes | None = None) -> None:
+def write(
+    report: Report, stream: TextIO, changes: Changes | None = None, *, display: Display = PLAIN
+) -> None:
     """Write the whole page; ``changes`` adds the drift section of ``audit --compare``.
 
     Written in the order it is built, findings a row at a time: a 100,000-pod audit's
     page as one string took its size several times over at once."""
     counts = tally(report.findings)
-    visible = report.visible()
+    visible = display.visible(report.findings)
     documented = {rule.id for rule in report.rules}
     headline = summary_line(
         counts,
         files=report.stats.files,
         objects=report.stats.objects,
-        suppressed_shown=report.show_suppressed,
+        suppressed_shown=display.show_suppressed,
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )
@@ -118,21 +121,21 @@ def write(report: Report, stream: TextIO, changes: Changes | None = None) -> Non
         f"<title>poolgate: {_text(headline)}</title>\n",
         f"<style>\n{_STYLE}\n</style>\n</head>\n<body>\n",
         f'<header>\n<h1>poolgate report</h1>\n<p class="muted">poolgate {version}</p>\n</header>\n',
-        _summary(report, counts, headline),
+        _summary(report, counts, headline, display.show_suppressed),
     ]
     if changes is not None:
         parts.append(_changes(changes, documented))
     parts.append(_notifications(report.notifications, documented))
     stream.write("".join(parts))
-    for piece in _findings(visible, counts, report, documented, changes):
+    for piece in _findings(visible, counts, display.show_suppressed, documented, changes):
         stream.write(piece)
     stream.write(_rules(report.rules, visible))
     stream.write("</body>\n</html>\n")
 
 
-def _summary(report: Report, counts: Tally, headline: str) -> str:
+def _summary(report: Report, counts: Tally, headline: str, suppressed_shown: bool) -> str:
     stats = report.stats
-    suppressed = "listed below" if report.show_suppressed else "not listed"
+    suppressed = "listed below" if suppressed_shown else "not listed"
     rows = (
         ("Errors", counts.errors, "violations of level error, not suppressed"),
         ("Warnings", counts.warnings, "violations of level warning, not suppressed"),
@@ -217,13 +220,13 @@ def _notifications(notifications: Sequence[Notification], documented: set[str]) 
 def _findings(
     visible: Sequence[Finding],
     counts: Tally,
-    report: Report,
+    suppressed_shown: bool,
     documented: set[str],
     changes: Changes | None,
 ) -> Iterator[str]:
     """The findings section, in pieces (``write``)."""
     out = '<section id="findings">\n<h2>Findings</h2>\n'
-    if counts.suppressed and not report.show_suppressed:
+    if counts.suppressed and not suppressed_shown:
         out += (
             f'<p class="muted">{plural(counts.suppressed, "suppressed finding")} not listed '
             "(run with --show-suppressed to list them).</p>\n"

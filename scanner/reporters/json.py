@@ -62,7 +62,7 @@ from json.encoder import encode_basestring
 from typing import Any, TextIO
 
 from scanner.findings.records import Finding, Notification
-from scanner.reporters import Report
+from scanner.findings.report import Report
 from scanner.reporters.tally import tally
 
 SHAPE_VERSION = 1
@@ -83,8 +83,8 @@ def write(
 
     The text is exactly ``json.dumps(to_document(report), indent=2,
     ensure_ascii=False)``, but findings are formatted from a template: with
-    ``indent`` the standard library falls back to its pure-Python encoder, which
-    took ~45 µs a finding (8.9 s for the 184,000 findings of a 100,000-pod audit).
+    ``indent`` the standard library falls back to its pure-Python encoder, which is
+    slow at the hundreds of thousands of findings of a large audit.
     They are written ``WRITE_BATCH`` at a time: that audit's findings as one text
     (their dicts, each one's text, the joined text and the whole document) took
     ~3 times the report's size at once.

@@ -38,7 +38,7 @@ from io import StringIO
 from typing import Final, TextIO
 
 from scanner.findings.records import Finding, Level, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 NOTIFICATIONS_SUITE = "poolgate"

@@ -40,7 +40,7 @@ from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
 from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
 from scanner.ruleset.docs import HELP_URI, RuleDoc
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -103,7 +103,7 @@ WRITE_BATCH = 1024
 
 
 def _result_text(value: JSON) -> str:
-    """``_dumps(value)`` for a result, ~7x as fast: msgspec's encoder and formatter,
+    """``_dumps(value)`` for a result, and faster: msgspec's encoder and formatter,
     both in C, write exactly the text of ``json.dumps(indent=2, ensure_ascii=False)``
     for JSON without floats (msgspec spells a float its own way, ``1e16`` for
     ``1e+16``, and NaN as ``null``). A result holds none: ``_result`` builds it from a
@@ -125,9 +125,9 @@ def _msgspec_json() -> tuple[Callable[[Any], bytes], Callable[..., bytes]]:
 
 
 def _dumps(value: JSON) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=False)``, exactly, ~3x as fast: with
-    ``indent`` the standard library uses its pure-Python encoder, ~0.13 ms a result
-    (6 s of the 47,902 results of a 100,000-pod audit). Strings are encoded by the
+    """``json.dumps(value, indent=2, ensure_ascii=False)``, exactly, and faster: with
+    ``indent`` the standard library uses its pure-Python encoder, slow at the tens of
+    thousands of results of a large audit. Strings are encoded by the
     standard library's C function, as ``json.dumps`` encodes them."""
     return _indented(value, "\n")
 

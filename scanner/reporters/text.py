@@ -26,7 +26,8 @@ from typing import TextIO
 
 from scanner.errors import printable
 from scanner.findings.records import Finding, Notification, Outcome
-from scanner.reporters import Report
+from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import summary_line, tally
 
 _RESET = "\x1b[0m"
@@ -40,12 +41,12 @@ _STYLES = {
 }
 
 
-def write(report: Report, stream: TextIO) -> None:
+def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
     """Write findings grouped by file, then notifications, the config used and a
     one-line summary."""
-    paint = _Paint(report.color)
+    paint = _Paint(display.color)
     groups: dict[str, list[Finding]] = {}
-    for finding in report.visible():
+    for finding in display.visible(report.findings):
         groups.setdefault(finding.location.uri, []).append(finding)
     for index, (uri, findings) in enumerate(groups.items()):
         if index:
@@ -66,8 +67,8 @@ def write(report: Report, stream: TextIO) -> None:
         counts,
         files=report.stats.files,
         objects=report.stats.objects,
-        suppressed_shown=report.show_suppressed,
-        skipped_documents=report.stats.skipped_documents if report.verbose else None,
+        suppressed_shown=display.show_suppressed,
+        skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
         incomplete=report.input_errors(),
     )

@@ -3,9 +3,9 @@ the rule schema, so a run need not import jsonschema, and what each expression r
 so a run need not parse the rules' CEL.
 
 Every run loads every rule file and validates it against ``rule.schema.json``.
-Importing jsonschema alone takes about 0.15 s on the project machine, close to half
-of the pre-commit budget (one small file in 0.35 s, start-up included), and the rule
-files rarely change between runs. So a file that passed is remembered by the SHA-256
+Importing jsonschema alone is a large share of the pre-commit budget (one small file,
+start-up included; benchmarks/README.md), and the rule files rarely change between
+runs. So a file that passed is remembered by the SHA-256
 of the schema and the file's text together, in ``validated-rules`` under poolgate's
 cache directory; a later run skips validation only for a file whose digest is listed.
 Anything else is validated as before: a changed rule, a changed schema, a new user

@@ -1,6 +1,8 @@
-"""Rule documentation rendered from the rule files: ``rules list``, ``rules show``, docs/rules.md.
+"""Rule documentation rendered from the rule files: ``rules list``, ``rules show``, docs/rules.md;
+and docs/facts.md, the facts rules read, rendered from ``scanner.model.facts``.
 
-The rule file is the only place a rule is described; everything here is derived.
+The rule file is the only place a rule is described, and ``scanner.model.facts`` the
+only place a fact is; everything here is derived.
 A rule file may come from a pull request (``--rules``, ``spec.ruleDirs``), so its
 text is escaped (``errors.printable``): one-line fields entirely, descriptions and
 expressions all but their line breaks. JSON escapes control characters itself.
@@ -9,10 +11,17 @@ expressions all but their line breaks. JSON escapes control characters itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from scanner.errors import printable, printable_lines
+from scanner.kinds import WORKLOAD_KINDS
 from scanner.ruleset.load import MODES, Rule
+
+if TYPE_CHECKING:
+    from scanner.model.facts import Declared, Variable
 
 
 def render_list(rules: Sequence[Rule], fmt: str) -> str:
@@ -134,3 +143,84 @@ def render_markdown(rules: Sequence[Rule]) -> str:
 def _cell(text: str) -> str:
     """One table cell: one line, its pipes escaped so the row keeps its columns."""
     return printable(text).replace("|", "\\|")
+
+
+def render_facts() -> str:
+    """docs/facts.md: generated from ``scanner.model.facts``, never edited by hand (a
+    test keeps it current)."""
+    from scanner.model import facts  # the whole model: only for this page
+
+    out = [
+        "# Facts rules read",
+        "",
+        "<!-- Generated from scanner/model/facts.py by "
+        "`scanner.ruleset.catalog.render_facts()`; do not edit. -->",
+        "",
+        "The CEL variables a rule may read, and the facts the model derives for each;",
+        "every variable is declared `dyn`. *Read from*: the kinds a fact's value depends on",
+        "besides the subject's own object (*workload kinds*: every kind that carries pod",
+        "templates). An audit lists them when an enabled rule reads the fact, and a rule",
+        "does not run when one of them cannot be listed.",
+        "",
+        "| variable | what it is |",
+        "|---|---|",
+    ]
+    out += [f"| `{variable.name}` | {variable.doc} |" for variable in facts.VARIABLES]
+    tables = {v.facts: v.name for v in facts.VARIABLES if v.facts is not None}
+    for variable in facts.VARIABLES:
+        if variable.facts is not None:
+            out += ["", *_fact_table(variable, facts.declared(variable.name), tables)]
+    return "\n".join(out) + "\n"
+
+
+def _fact_table(
+    variable: Variable, declared_facts: Mapping[str, Declared], tables: Mapping[type, str]
+) -> list[str]:
+    """One variable's facts; ``tables``: fact table -> its variable (``workload.ns``)."""
+    per_template = variable.name == "workload"
+    lines = [
+        f"## `{variable.name}`",
+        "",
+        " ".join((variable.facts.__doc__ or "").split()).replace("``", "`"),
+        "",
+        "| fact | type | known per | read from | what it is |"
+        if per_template
+        else "| fact | type | read from | what it is |",
+        "|---|---|---|---|---|" if per_template else "|---|---|---|---|",
+    ]
+    for declared in declared_facts.values():
+        fact = declared.fact
+        nested = tables.get(declared.type)
+        kinds = (
+            f"as `{nested}`" if nested else _kinds(fact.kinds.union(*(k for _, k in fact.parts)))
+        )
+        cells = [f"`{declared.name}`", _cel_type(declared.type)]
+        if per_template:
+            cells.append("instance" if fact.instance else "template")
+        cells += [kinds, fact.doc]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _kinds(kinds: frozenset[str]) -> str:
+    """Kind names, the kinds that carry pod templates as one."""
+    names = sorted(kinds - WORKLOAD_KINDS)
+    return ", ".join(["workload kinds", *names] if kinds >= WORKLOAD_KINDS else names)
+
+
+def _cel_type(hint: Any) -> str:
+    """A fact's Python type as CEL sees its value."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is str:
+        return "string"
+    if hint is bool:
+        return "bool"
+    if hint is int:
+        return "int"
+    if origin is list:
+        return f"list({_cel_type(args[0])})"
+    if origin in (dict, Mapping):
+        return f"map({_cel_type(args[0])}, {_cel_type(args[1])})"
+    if origin in (typing.Union, types.UnionType) or typing.is_typeddict(hint):
+        return "map"
+    return "dyn"

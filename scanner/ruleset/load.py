@@ -19,7 +19,7 @@ from typing import Any, Final, NamedTuple
 
 from scanner.cel import Engine, Program, ResultKind, analysis
 from scanner.cel.analysis import RuleAnalysis, analyze_rule
-from scanner.config.values import Config
+from scanner.config.values import Config, RuleOverride
 from scanner.errors import CelError, RuleLoadError
 from scanner.findings.records import Level
 from scanner.inventory import Position, join_path
@@ -343,29 +343,9 @@ def _compile(
     if len(problems) > before:
         return None
 
-    override = config.rules.get(body["id"])
-    level = Level.parse(body["level"])
-    enabled = bool(body.get("enabled", True))
-    params = dict(body.get("params", {}))
-    if override is not None:
-        level = override.level or level
-        enabled = enabled if override.enabled is None else override.enabled
-        params.update(_as_declared(override.params, params))
-    doc = RuleDoc(
-        id=body["id"],
-        name=body["name"],
-        level=level,
-        summary=body["summary"].strip(),
-        description=body["description"].strip(),
-        remediation=body["remediation"].strip(),
-        subject=body["subject"],
-        source=path,
-        security_severity=body.get("securitySeverity"),
-        tags=tuple(body.get("tags", ())),
-        help_uri=body.get("helpUri", ""),
-    )
+    level, enabled, params = _configured(body, config.rules.get(body["id"]))
     return Rule(
-        doc=doc,
+        doc=_doc(path, body, level),
         enabled=enabled,
         kinds=frozenset(match.get("kinds", ())),
         condition=condition,
@@ -377,6 +357,38 @@ def _compile(
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
         controlled=match.get("controlled", "skip") == "include",
+    )
+
+
+def _configured(
+    body: Mapping[str, Any], override: RuleOverride | None
+) -> tuple[Level, bool, dict[str, Any]]:
+    """The rule's level, whether it is enabled and its parameters: its file's, with the
+    config's ``spec.rules`` entry for it on top."""
+    level = Level.parse(body["level"])
+    enabled = bool(body.get("enabled", True))
+    params = dict(body.get("params", {}))
+    if override is not None:
+        level = override.level or level
+        enabled = enabled if override.enabled is None else override.enabled
+        params.update(_as_declared(override.params, params))
+    return level, enabled, params
+
+
+def _doc(path: str, body: Mapping[str, Any], level: Level) -> RuleDoc:
+    """The documentation half of the rule file at ``path``, at its configured ``level``."""
+    return RuleDoc(
+        id=body["id"],
+        name=body["name"],
+        level=level,
+        summary=body["summary"].strip(),
+        description=body["description"].strip(),
+        remediation=body["remediation"].strip(),
+        subject=body["subject"],
+        source=path,
+        security_severity=body.get("securitySeverity"),
+        tags=tuple(body.get("tags", ())),
+        help_uri=body.get("helpUri", ""),
     )
 
 

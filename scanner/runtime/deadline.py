@@ -4,7 +4,7 @@ The nightly audit runs as a Job with ``activeDeadlineSeconds``: a Job killed at 
 deadline writes no report at all. So ``poolgate audit --deadline S`` bounds the whole
 run, not only reading the cluster: reading stops at ``READING_SHARE`` of it (the
 rules then run on what was read, ``scanner.sources.cluster``), and the evaluation
-starts no subject once the deadline has passed (``scanner.evaluate.engine.evaluate``), so the
+starts no subject once the deadline has passed (``scanner.evaluate.loop``), so the
 report is written with what was evaluated by then, naming the rules that did not
 finish. The clock is the monotonic one, which a forked helper process shares.
 """

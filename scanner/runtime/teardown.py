@@ -2,7 +2,7 @@
 
 A large audit holds millions of small objects: a cluster's objects, the model's
 facts, the findings. Freeing them as each stage's function returns, and then the
-interpreter's own teardown, took ~1 s of the 100,000-pod audit, all to hand memory
+interpreter's own teardown, took a noticeable share of a large audit, all to hand memory
 back to a process about to end. Under the console script (``scanner.cli.main``)
 the stages give what they are done with to ``keep``, and the process ends with
 ``end``: output flushed, then ``os._exit``, which frees nothing. Library callers

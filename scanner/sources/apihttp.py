@@ -34,7 +34,7 @@ def raw_get(
     """(status, body, headers) of one GET through the client's own HTTP layer and auth.
 
     Nothing is decoded into the client's typed models, and none of its generated
-    API classes are imported (``CoreV1Api`` alone takes five seconds to import).
+    API classes are imported (``CoreV1Api`` alone is slow to import).
     kubernetes >= 33 builds requests with ``param_serialize`` and never raises on a
     status; older clients raise ``ApiException`` for anything but 2xx.
     """

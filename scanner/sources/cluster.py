@@ -10,7 +10,7 @@ auth settings, token refresh included), and the raw body is decoded into plain
 dicts (``scanner.sources.apihttp``; ``_preload_content=False`` on older clients).
 The client's typed models are never built: they reject objects that lack fields
 their schema marks required (kubernetes 37) and are slow at 100,000 pods; its
-generated API classes are not even imported (``CoreV1Api`` takes 5 s to import).
+generated API classes are not even imported (``CoreV1Api`` alone is slow to import).
 Every list is paginated (``limit``/``continue``); an expired continue token
 (``410 Gone``) restarts the list from scratch, so the objects of one kind come
 from one consistent list. ``429`` and ``5xx`` answers,
@@ -23,41 +23,25 @@ reported ``forbidden`` and the audit goes on. Discovery (``/api``, ``/apis``
 and the group-version documents) decides which kinds exist, so groups a cluster
 does not serve (no Karpenter, no GPU Operator) are skipped quietly.
 
-The ``kubernetes`` package is imported here only, and this module only when a
-command talks to a cluster, so ``poolgate scan`` never pays for it.
+The ``kubernetes`` package is imported only by this module and the two it uses
+(``scanner.sources.kubeconfig`` configures the client, ``scanner.sources.apihttp``
+makes the requests), and they only when a command talks to a cluster, so
+``poolgate scan`` never pays for it.
 """
 
 from __future__ import annotations
 
-import binascii
-import os
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
+from scanner.kinds.resources import FORBIDDEN_RESOURCES, Resource
 from scanner.sources import apihttp
-from scanner.sources.kubeconfig import (
-    ClientLog,
-    TokenFile,
-    check_server,
-    context_name,
-    in_cluster,
-    kubeconfig_files,
-    kubeconfig_from_env,
-    merged,
-    one_line,
-    token_file,
-    unsupported_auth_provider,
-)
 from scanner.sources.kubeconfig import ClusterError as ClusterError
-from scanner.sources.resources import FORBIDDEN_RESOURCES, Resource
+from scanner.sources.kubeconfig import api_client
 from scanner.sources.snapshot import json_type
-
-IN_CLUSTER = "in-cluster"
-"""The context name live objects carry when poolgate runs inside the cluster."""
 
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _STRIP_MANAGED_FIELDS_EXCEPT = frozenset({"Node"})
@@ -101,9 +85,9 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     deadline: float = 2700.0
     """Seconds from ``connect`` that reading the cluster may take in all. An API server
-    that stops answering costs five request timeouts and the backoff per kind (300 s
-    at the defaults): without it, two dozen kinds outlast the nightly Job's
-    ``activeDeadlineSeconds`` (3600), which kills it before any report is written."""
+    that stops answering costs five request timeouts and the backoff per kind: without
+    it, two dozen kinds outlast the nightly Job's ``activeDeadlineSeconds`` (3600),
+    which kills it before any report is written."""
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
 
@@ -483,124 +467,12 @@ class Target:
     context: str | None = None
 
 
-def _configuration(base: Any) -> Any:
-    """A client configuration whose bearer token is trimmed when it is used, as
-    client-go trims the one it reads from a ``tokenFile``: a trailing line break made
-    every request's header invalid. (The client sets the token again before each
-    request, so it is trimmed there, not once.)"""
-
-    class Trimmed(base):  # type: ignore[misc]
-        def get_api_key_with_prefix(self, identifier: str, alias: str | None = None) -> Any:
-            key = super().get_api_key_with_prefix(identifier, alias)
-            return key.strip() if isinstance(key, str) else key
-
-    return Trimmed()
-
-
 def connect(target: Target, settings: Settings) -> Cluster:
     """A ``Cluster`` for ``target``; ``ClusterError`` when the configuration is unusable.
 
     Search order, as ``kubectl`` does it: ``--kubeconfig``, then ``KUBECONFIG``, then
-    the in-cluster service account (inside a pod), then ``~/.kube/config``. ``KUBECONFIG``
-    may list several files (``:``-separated, ``;`` on Windows); as client-go does, the
-    ones that do not exist are skipped and an empty one adds nothing. Every file is
-    read and checked here first, so a broken one is one error line, never a traceback
-    from the client.
+    the in-cluster service account (inside a pod), then ``~/.kube/config``
+    (``scanner.sources.kubeconfig.api_client``, which reads and checks every file first).
     """
-    from kubernetes import client
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-
-    config: Any = kube_config  # an untyped package
-    configuration = _configuration(client.Configuration)
-    explicit = target.kubeconfig
-    listed = None if explicit else kubeconfig_from_env()
-    log = ClientLog()
-    context = target.context or "current"
-    try:
-        if explicit is None and listed is None and in_cluster() and not target.context:
-            config.load_incluster_config(client_configuration=configuration)
-            context = IN_CLUSTER
-        else:
-            files = kubeconfig_files(explicit, listed)
-            path = os.pathsep.join(name for name, _ in files)
-            context = context_name(path, files, target.context)
-            config_dict = merged(files)
-            provider = unsupported_auth_provider(config_dict, context)
-            if provider is not None:
-                raise ClusterError(
-                    f"context {context}: its user's auth-provider {provider!r} is not "
-                    "supported (kubectl removed it too); the requests would carry no "
-                    "credentials",
-                    hint="use an exec credential plugin (kubelogin for Azure) in users[].user",
-                )
-            with log.attached():
-                if len(files) == 1:
-                    config.load_kube_config(
-                        config_file=path,
-                        context=context,
-                        client_configuration=configuration,
-                        persist_config=False,
-                    )
-                else:  # several KUBECONFIG files: paths relative to their own files
-                    config.load_kube_config_from_dict(
-                        config_dict,
-                        context=context,
-                        client_configuration=configuration,
-                        persist_config=False,
-                    )
-            rotating = token_file(config_dict, context)
-            if rotating is not None:  # the client reads it once; kubelet rotates it
-                configuration.refresh_api_key_hook = TokenFile(rotating)
-    except ConfigException as error:
-        raise ClusterError(
-            f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"
-        ) from None
-    except binascii.Error as error:  # certificate-authority-data, client-*-data
-        raise ClusterError(
-            f"context {context}: a certificate or key (*-data) is not base64: "
-            f"{one_line(str(error))}",
-            hint="check the *-data fields of the context's cluster and user in the kubeconfig",
-        ) from None
-    except OSError as error:  # a file the kubeconfig names (tokenFile, a certificate)
-        raise ClusterError(
-            f"context {context}: cannot read {error.filename}: {error.strerror or error}",
-            hint="check the file paths in the kubeconfig",
-        ) from None
-    except ClusterError:
-        raise
-    except Exception as error:
-        # The client's own failures on odd input: an OIDC id-token that is not a JWT, a
-        # gcp auth-provider without a token, ...
-        raise ClusterError(
-            f"context {context}: the kubernetes client cannot use this kubeconfig: "
-            f"{type(error).__name__}: {one_line(str(error))}",
-            hint="check the context's cluster and user in the kubeconfig",
-        ) from None
-    if log.messages:
-        # The client logs a failing exec credential plugin (aws, gcloud, kubelogin) and
-        # goes on without credentials; the API server would then answer 401.
-        raise ClusterError(
-            f"context {context}: the exec credential plugin failed: {one_line(log.messages[0])}",
-            hint="check users[].user.exec in the kubeconfig, that the command is installed, "
-            "and log in with it (aws sso login, gcloud auth login, ...)",
-        )
-    check_server(context, configuration)
-    # poolgate owns retries (bounded, with backoff); urllib3's own would multiply timeouts.
-    configuration.retries = False
-    try:
-        with warnings.catch_warnings():  # urllib3 warns before it fails on socks5://
-            warnings.simplefilter("ignore")
-            api = client.ApiClient(configuration)
-    except ImportError as error:  # a socks5:// proxy-url needs PySocks
-        raise ClusterError(
-            f"context {context}: proxy {configuration.proxy}: {one_line(str(error))}",
-            hint="a SOCKS proxy needs the PySocks package (pip install pysocks)",
-        ) from None
-    except Exception as error:  # urllib3 refusing a proxy-url that is not a URL, ...
-        raise ClusterError(
-            f"context {context}: cannot set up the connection: "
-            f"{type(error).__name__}: {one_line(str(error))}",
-            hint="check the cluster's server and proxy-url in the kubeconfig",
-        ) from None
-    return Cluster(api, context, configuration.host, settings)
+    api, context, host = api_client(target.kubeconfig, target.context)
+    return Cluster(api, context, host, settings)

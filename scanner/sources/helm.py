@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Final
 
 from scanner.inventory import Inventory, KubeObject, ReadError
+from scanner.kinds.resources import RESOURCES
 from scanner.sources import helmcheck, sandbox
 from scanner.sources.rendered import (
     CHART_FILE,
@@ -55,7 +56,6 @@ from scanner.sources.rendered import (
     scratch_dir,
     which,
 )
-from scanner.sources.resources import RESOURCES
 from scanner.sources.yaml.document import parse_stream
 
 INSTALL_URL: Final = "https://helm.sh/docs/intro/install/"

@@ -1,4 +1,5 @@
-"""Kubeconfig files, read and checked before the ``kubernetes`` client sees them.
+"""Kubeconfig files, read and checked before the ``kubernetes`` client sees them, and the
+client configured from them (``api_client``).
 
 The client crashes on a kubeconfig that is not one (a YAML list, a directory, a
 ``tokenFile`` that is gone), logs a failing exec credential plugin and goes on without
@@ -11,10 +12,12 @@ wins.
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -310,3 +313,152 @@ class TokenFile:
             return
         if token:
             configuration.api_key["BearerToken"] = f"Bearer {token}"
+
+
+# -- the client, configured --------------------------------------------------------
+
+IN_CLUSTER: Final = "in-cluster"
+"""The context name live objects carry when poolgate runs inside the cluster."""
+
+
+def api_client(explicit: str | None, wanted: str | None) -> tuple[Any, str, str]:
+    """A ``kubernetes`` ``ApiClient`` for the context ``wanted`` (None: the current one)
+    of the kubeconfig ``explicit`` (None: the usual search), the context's name and its
+    server; ``ClusterError`` when the configuration is unusable.
+
+    Search order, as ``kubectl`` does it: ``--kubeconfig``, then ``KUBECONFIG``, then
+    the in-cluster service account (inside a pod), then ``~/.kube/config``. ``KUBECONFIG``
+    may list several files (``:``-separated, ``;`` on Windows); as client-go does, the
+    ones that do not exist are skipped and an empty one adds nothing. Every file is
+    read and checked here first, so a broken one is one error line, never a traceback
+    from the client.
+    """
+    from kubernetes import client
+
+    configuration = _configuration(client.Configuration)
+    log = ClientLog()
+    context = _load(configuration, explicit, wanted, log)
+    if log.messages:
+        # The client logs a failing exec credential plugin (aws, gcloud, kubelogin) and
+        # goes on without credentials; the API server would then answer 401.
+        raise ClusterError(
+            f"context {context}: the exec credential plugin failed: {one_line(log.messages[0])}",
+            hint="check users[].user.exec in the kubeconfig, that the command is installed, "
+            "and log in with it (aws sso login, gcloud auth login, ...)",
+        )
+    check_server(context, configuration)
+    # poolgate owns retries (bounded, with backoff); urllib3's own would multiply timeouts.
+    configuration.retries = False
+    try:
+        with warnings.catch_warnings():  # urllib3 warns before it fails on socks5://
+            warnings.simplefilter("ignore")
+            api = client.ApiClient(configuration)
+    except ImportError as error:  # a socks5:// proxy-url needs PySocks
+        raise ClusterError(
+            f"context {context}: proxy {configuration.proxy}: {one_line(str(error))}",
+            hint="a SOCKS proxy needs the PySocks package (pip install pysocks)",
+        ) from None
+    except Exception as error:  # urllib3 refusing a proxy-url that is not a URL, ...
+        raise ClusterError(
+            f"context {context}: cannot set up the connection: "
+            f"{type(error).__name__}: {one_line(str(error))}",
+            hint="check the cluster's server and proxy-url in the kubeconfig",
+        ) from None
+    return api, context, configuration.host
+
+
+def _configuration(base: Any) -> Any:
+    """A client configuration whose bearer token is trimmed when it is used, as
+    client-go trims the one it reads from a ``tokenFile``: a trailing line break made
+    every request's header invalid. (The client sets the token again before each
+    request, so it is trimmed there, not once.)"""
+
+    class Trimmed(base):  # type: ignore[misc]
+        def get_api_key_with_prefix(self, identifier: str, alias: str | None = None) -> Any:
+            key = super().get_api_key_with_prefix(identifier, alias)
+            return key.strip() if isinstance(key, str) else key
+
+    return Trimmed()
+
+
+def _load(configuration: Any, explicit: str | None, wanted: str | None, log: ClientLog) -> str:
+    """Load the context into ``configuration`` and say its name; the client's failures on
+    odd input become one ``ClusterError`` line each."""
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    config: Any = kube_config  # an untyped package
+    listed = None if explicit else kubeconfig_from_env()
+    context = wanted or "current"
+    try:
+        if explicit is None and listed is None and in_cluster() and not wanted:
+            config.load_incluster_config(client_configuration=configuration)
+            return IN_CLUSTER
+        files = kubeconfig_files(explicit, listed)
+        path = os.pathsep.join(name for name, _ in files)
+        context = context_name(path, files, wanted)
+        _load_files(config, configuration, files, path, context, log)
+        return context
+    except ConfigException as error:
+        raise ClusterError(
+            f"kubeconfig: {one_line(str(error))}", hint="check --kubeconfig and --context"
+        ) from None
+    except binascii.Error as error:  # certificate-authority-data, client-*-data
+        raise ClusterError(
+            f"context {context}: a certificate or key (*-data) is not base64: "
+            f"{one_line(str(error))}",
+            hint="check the *-data fields of the context's cluster and user in the kubeconfig",
+        ) from None
+    except OSError as error:  # a file the kubeconfig names (tokenFile, a certificate)
+        raise ClusterError(
+            f"context {context}: cannot read {error.filename}: {error.strerror or error}",
+            hint="check the file paths in the kubeconfig",
+        ) from None
+    except ClusterError:
+        raise
+    except Exception as error:
+        # The client's own failures on odd input: an OIDC id-token that is not a JWT, a
+        # gcp auth-provider without a token, ...
+        raise ClusterError(
+            f"context {context}: the kubernetes client cannot use this kubeconfig: "
+            f"{type(error).__name__}: {one_line(str(error))}",
+            hint="check the context's cluster and user in the kubeconfig",
+        ) from None
+
+
+def _load_files(
+    config: Any,
+    configuration: Any,
+    files: Sequence[tuple[str, dict[str, Any]]],
+    path: str,
+    context: str,
+    log: ClientLog,
+) -> None:
+    """Load ``context`` of the kubeconfig ``files`` (``path``: their names joined)."""
+    config_dict = merged(files)
+    provider = unsupported_auth_provider(config_dict, context)
+    if provider is not None:
+        raise ClusterError(
+            f"context {context}: its user's auth-provider {provider!r} is not "
+            "supported (kubectl removed it too); the requests would carry no "
+            "credentials",
+            hint="use an exec credential plugin (kubelogin for Azure) in users[].user",
+        )
+    with log.attached():
+        if len(files) == 1:
+            config.load_kube_config(
+                config_file=path,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:  # several KUBECONFIG files: paths relative to their own files
+            config.load_kube_config_from_dict(
+                config_dict,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    rotating = token_file(config_dict, context)
+    if rotating is not None:  # the client reads it once; kubelet rotates it
+        configuration.refresh_api_key_hook = TokenFile(rotating)

@@ -10,7 +10,7 @@ poolgate records what it knows about the capture in the List's
 * ``poolgate.io/listed``: every kind that was listed to the end, as ``Kind.group``
   (``Pod``, ``Deployment.apps``), so an audit knows which kinds are complete;
 * ``poolgate.io/kinds-revision``: the revision of poolgate's table of listable kinds
-  (``scanner.sources.resources.REVISION``) when the snapshot was written: a kind the
+  (``scanner.kinds.resources.REVISION``) when the snapshot was written: a kind the
   writer's table did not have is not in ``listed`` for that reason alone;
 * ``poolgate.io/unavailable``: JSON list of the kinds that could not be read
   (``{"kind", "group", "status", "message", "namespace"}``, status ``forbidden`` or
@@ -54,15 +54,20 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from scanner.errors import UsageError
-from scanner.inventory import Inventory, KubeObject, LineMap, ObjectRef, Origin, is_mapping
-from scanner.sources.resources import REVISION
+from scanner.inventory import (
+    CLUSTER_SCHEME,
+    LIVE,
+    Inventory,
+    KubeObject,
+    LineMap,
+    ObjectRef,
+    Origin,
+    is_mapping,
+)
+from scanner.kinds.resources import REVISION
 from scanner.sources.yaml import numbers, surrogates
 from scanner.sources.yaml.document import collector_paused
 
-SCHEME = "cluster://"
-SOURCE_TYPE = "cluster"
-CLUSTER_SEGMENT = "_cluster"
-"""The path of the cluster itself in its ``cluster://`` URI (``cluster_uri``)."""
 DEFAULT_CONTEXT = "snapshot"
 """Context of a snapshot that names none (a ``kubectl`` dump) when ``--context`` is not given."""
 
@@ -118,15 +123,7 @@ class Capture:
 def object_uri(context: str, ref: ObjectRef) -> str:
     """``cluster://<context>/<namespace>/<Kind>/<name>`` (``.../<Kind>/<name>`` when
     cluster-scoped); the context percent-encoded so it is one URI segment."""
-    return f"{SCHEME}{quote(context, safe='')}/{ref.logical_name}"
-
-
-def cluster_uri(context: str) -> str:
-    """``cluster://<context>/_cluster``: the cluster itself, where findings about the
-    cluster as a whole (the ``cluster`` subject) point. One path segment, so it is
-    never an object's URI (those have two or three, and ``_`` is not allowed in
-    Kubernetes names and namespaces)."""
-    return f"{SCHEME}{quote(context, safe='')}/{CLUSTER_SEGMENT}"
+    return f"{CLUSTER_SCHEME}{quote(context, safe='')}/{ref.logical_name}"
 
 
 def kind_label(key: KindKey) -> str:
@@ -172,7 +169,7 @@ def to_inventory(capture: Capture) -> Inventory:
 
 def _inventory(capture: Capture) -> Inventory:
     inventory = Inventory()
-    prefix = f"{SCHEME}{quote(capture.context, safe='')}/"  # object_uri, hoisted
+    prefix = f"{CLUSTER_SCHEME}{quote(capture.context, safe='')}/"  # object_uri, hoisted
     append = inventory.objects.append
     for body in capture.objects:
         meta = body.get("metadata")
@@ -191,7 +188,7 @@ def _inventory(capture: Capture) -> Inventory:
             uri = f"{prefix}{namespace}/{kind}/{name}"
         else:
             uri = f"{prefix}{kind}/{name}"
-        append(KubeObject(body, Origin(uri, source_type=SOURCE_TYPE), _NO_LINES))
+        append(KubeObject(body, Origin(uri, source_type=LIVE), _NO_LINES))
     return inventory
 
 

@@ -17,10 +17,11 @@ from scanner.audit.reads import reads
 from scanner.config.values import Config, Require
 from scanner.findings import drift
 from scanner.findings.records import Finding
+from scanner.findings.report import Report
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.reporters import Report, writer_for
-from scanner.sources.resources import RESOURCES
+from scanner.reporters import writer_for
 from scanner.sources.snapshot import Capture, Unavailable
 
 NOW = datetime.datetime(2025, 6, 1, 2, 17, tzinfo=datetime.UTC)

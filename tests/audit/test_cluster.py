@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scanner.kinds.resources import RESOURCES, find
 from scanner.sources.cluster import (
     Cluster,
     ClusterError,
@@ -21,7 +22,6 @@ from scanner.sources.cluster import (
     Target,
     connect,
 )
-from scanner.sources.resources import RESOURCES, find
 
 from .apiserver import ApiServer, Fault, Front, Pki, write_kubeconfig
 from .conftest import CONTEXT, TOKEN
@@ -182,7 +182,7 @@ def test_items_are_plain_dicts_with_kind_and_without_managed_fields(
 
 
 def test_secrets_cannot_be_listed(lab: ApiServer, pki: Pki, tmp_path: Path) -> None:
-    from scanner.sources.resources import Resource
+    from scanner.kinds.resources import Resource
 
     cluster = connected(lab, pki, tmp_path)
     secret = Served(Resource("Secret", "", ("v1",), "secrets", True), "v1", "secrets", True)

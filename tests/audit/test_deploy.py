@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from scanner.audit import reads
 from scanner.audit import run as audit
 from scanner.kinds import RESOURCE_CLAIM_KINDS, WORKLOAD_KINDS, WORKLOAD_TABLE
+from scanner.kinds.resources import RESOURCES, by_kind
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
-from scanner.sources.resources import RESOURCES
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
 from .conftest import CONTEXT, ROOT, TOKEN, cli, objects
@@ -74,8 +75,14 @@ def test_kubectl_apply_of_the_directory_works_on_a_fresh_cluster() -> None:
     assert (DEPLOY / "optional" / "signature-policy.yaml").is_file()
 
 
-def test_rbac_grants_exactly_what_the_audit_lists() -> None:
+def test_rbac_grants_exactly_what_the_facts_are_read_from_and_the_audit_lists() -> None:
+    """deploy/rbac.yaml is a file users apply; what it must grant comes from the fact
+    declarations (``scanner.model.facts``, through ``scanner.audit.reads``): every kind
+    a subject is made from or a fact is read from, which is also what the audit lists
+    with every bundled rule enabled."""
+    implied = {(r.group, r.plural) for r in by_kind(reads.granted_kinds())}
     planned = {(r.group, r.plural) for r in audit.plan(every_rule("audit").rules)}
+    assert planned == implied
     granted: set[tuple[str, str]] = set()
     for role in of_kind("ClusterRole") + of_kind("Role"):
         for rule in role["rules"]:
@@ -85,7 +92,7 @@ def test_rbac_grants_exactly_what_the_audit_lists() -> None:
                 for resource in rule["resources"]:
                     assert "*" not in (group, resource)
                     granted.add((group, resource))
-    assert granted == planned
+    assert granted == implied, (sorted(implied - granted), sorted(granted - implied))
     assert ("", "secrets") not in granted
 
 

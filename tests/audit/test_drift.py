@@ -12,8 +12,9 @@ import pytest
 from scanner.errors import UsageError
 from scanner.findings import drift
 from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
+from scanner.findings.report import Report
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report
+from scanner.reporters import drift as drift_report
 from scanner.reporters.json import to_document
 
 
@@ -67,7 +68,7 @@ def test_unchecked_findings_are_not_resolved(tmp_path: Path) -> None:
     assert sorted(e["ruleId"] for e in changes.unverified) == ["PG301", "PG604"]
     # The text report calls them what JSON and the README do (found in review).
     out = io.StringIO()
-    drift.wrap("text", lambda r, s: None, changes)(make_report(), out)
+    drift_report.wrap("text", lambda r, s: None, changes)(make_report(), out)
     lines = out.getvalue().splitlines()
     assert lines[0] == (
         "Since the last audit (last.json): 0 new, 0 unchanged, 0 resolved, "
@@ -93,7 +94,7 @@ def test_reports_carry_the_drift(tmp_path: Path) -> None:
     changes = drift.compare(now, before, "last.json", drift.checker({"PG603", "PG301"}, ()))
 
     out = io.StringIO()
-    drift.wrap("json", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("json", lambda r, s: None, changes)(now, out)
     document = json.loads(out.getvalue())
     assert document["drift"]["counts"] == {"new": 1, "unchanged": 1, "resolved": 1, "unverified": 0}
     assert {f["ruleId"]: f["drift"] for f in document["findings"]} == {
@@ -102,7 +103,7 @@ def test_reports_carry_the_drift(tmp_path: Path) -> None:
     }
 
     out = io.StringIO()
-    drift.wrap("sarif", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("sarif", lambda r, s: None, changes)(now, out)
     results = json.loads(out.getvalue())["runs"][0]["results"]
     assert {r["ruleId"]: r["baselineState"] for r in results} == {
         "PG501": "new",
@@ -110,7 +111,7 @@ def test_reports_carry_the_drift(tmp_path: Path) -> None:
     }
 
     out = io.StringIO()
-    drift.wrap("text", lambda r, s: s.write("REPORT\n"), changes)(now, out)
+    drift_report.wrap("text", lambda r, s: s.write("REPORT\n"), changes)(now, out)
     lines = out.getvalue().splitlines()
     assert lines[0] == "Since the last audit (last.json): 1 new, 1 unchanged, 1 resolved"
     assert lines[1] == "  new        cluster://prod/ml/Pod/fresh error PG501 m"
@@ -145,7 +146,7 @@ def test_a_finding_not_checked_one_night_is_still_open_the_next(tmp_path: Path) 
     night2 = make_report()
     changes = drift.compare(night2, night1, "n1.json", drift.checker({"PG301"}, {("PG301", "Pod")}))
     out = io.StringIO()
-    drift.wrap("json", lambda r, s: None, changes)(night2, out)
+    drift_report.wrap("json", lambda r, s: None, changes)(night2, out)
     path = tmp_path / "n2.json"
     path.write_text(out.getvalue())
 
@@ -230,7 +231,7 @@ def test_drift_reports_are_written_in_pieces_with_the_whole_documents_text(
         "unverified": list(changes.unverified),
     }
     out = io.StringIO()
-    drift.wrap("json", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("json", lambda r, s: None, changes)(now, out)
     assert out.getvalue() == json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
     log = sarif.build_log(now)
@@ -239,6 +240,6 @@ def test_drift_reports_are_written_in_pieces_with_the_whole_documents_text(
         if fingerprint in states:
             result["baselineState"] = states[fingerprint]
     out = io.StringIO()
-    drift.wrap("sarif", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("sarif", lambda r, s: None, changes)(now, out)
     assert out.getvalue() == json.dumps(log, indent=2, ensure_ascii=False) + "\n"
     assert out.getvalue().count('"baselineState"') == len(states) == 3

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from scanner.kinds.resources import find
 from scanner.sources.cluster import Served, Settings, Target, connect
 from scanner.sources.kubeconfig import TokenFile
-from scanner.sources.resources import find
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
 from .conftest import CONTEXT, TOKEN, cli, poolgate

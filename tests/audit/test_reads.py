@@ -22,9 +22,9 @@ from scanner.audit import reads as relation
 from scanner.audit import run as audit
 from scanner.cel.analysis import analyze_rule
 from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.ruleset.load import Rule
-from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture, KindKey, Unavailable, api_group
 
 from .apiserver import ApiServer, Pki, write_kubeconfig
@@ -61,19 +61,6 @@ def test_the_plan_lists_exactly_what_each_rule_reads() -> None:
         planned = {resource.kind for resource in audit.plan([rule])}
         reads = relation.reads(rule).kinds & relation.ALL_KINDS
         assert planned == reads | ({"Namespace"} if "ConfigMap" in reads else set()), rule.id
-
-
-def test_every_workload_fact_the_model_makes_has_its_kinds_in_the_table() -> None:
-    """A fact missing from scanner/audit/reads.py counts as the whole workload, so every rule
-    naming it stops when any kind is unread (found by CI: gpuPodCounts made PG108 stop
-    on a forbidden ValidatingAdmissionPolicy)."""
-    from scanner.model import build_model
-    from scanner.sources.files import load_paths
-
-    inventory = load_paths([str(ROOT / "fixtures" / "rules")], ROOT)
-    model = build_model(inventory, ruleset().config, defer=False)
-    made = {name for workload in model.workloads for name in workload.facts}
-    assert made - set(relation.FACTS["workload"][1]) == set()
 
 
 def test_a_missing_kind_stops_exactly_the_rules_that_read_it() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from scanner.errors import UsageError
 from scanner.inventory import ObjectRef
+from scanner.kinds.resources import RESOURCES, REVISION
 from scanner.sources import snapshot
-from scanner.sources.resources import RESOURCES, REVISION
 from scanner.sources.snapshot import Capture, Unavailable, kind_label
 from scanner.sources.yaml import limits as yamllimits
 from scanner.sources.yaml import walk as yamlwalk

@@ -9,6 +9,7 @@ from pathlib import Path
 from scanner.config.values import Config
 from scanner.model import build_model
 from scanner.sources.files import load_paths
+from scanner.sources.yaml.document import parse_plain
 
 # Plain ``pytest`` puts only this directory on sys.path, not the repository root.
 _ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def test_same_seed_same_files(tmp_path: Path) -> None:
 def test_each_deployment_targets_its_own_pool(tmp_path: Path) -> None:
     write_pools(tmp_path, 24)
     inventory = load_paths([str(tmp_path)], tmp_path)
-    model = build_model(inventory, Config(), defer=False)
+    model = build_model(inventory, Config(), defer=False, read_yaml=parse_plain)
     assert len(model.pools) == 24
     targets = {
         w.obj.name: [(t["pool"], t["tolerated"], t["decided"]) for t in w.facts["targets"]]

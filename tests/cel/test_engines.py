@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from scanner.cel import VARIABLES, ResultKind, get_engine
+from scanner.cel import ResultKind, get_engine
 from scanner.errors import CelError, CelEvalError, UsageError
+from scanner.model.facts import NAMES
 
 ENGINES = ["cpp", "python"]
 
@@ -173,7 +174,7 @@ def test_dyn_result_is_checked_at_run_time(engine: Any) -> None:
 
 
 def test_every_declared_variable_is_usable(engine: Any) -> None:
-    for name in VARIABLES:
+    for name in NAMES:
         engine.compile(f"{name} == null", ResultKind.BOOL)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scanner import pipeline
-from scanner.evaluate import engine as engine_module
+from scanner.evaluate import fast
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject
 
@@ -48,7 +48,7 @@ def _findings(
         ),
     )
     globals_ = {"config": {}, "cluster": {}}
-    found = engine_module.evaluate(ruleset.rules, {"object": [subject]}, ruleset.engine, globals_)
+    found = fast.evaluate(ruleset.rules, {"object": [subject]}, ruleset.engine, globals_)
     return [f"{finding.outcome.value}: {finding.message}" for finding in found.findings]
 
 

@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from scanner.audit import run as audit
 from scanner.errors import UsageError
+from scanner.findings.report import Report
 from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset
-from scanner.reporters import FORMATS, Report, writer_for
+from scanner.reporters import FORMATS, writer_for
 from scanner.sources import snapshot
 from scanner.sources.yaml.document import parse_stream
 

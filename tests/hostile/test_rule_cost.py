@@ -30,7 +30,7 @@ from scanner.cel.budget import (
     oversize,
 )
 from scanner.errors import CelError, CelEvalError
-from scanner.evaluate.engine import evaluate
+from scanner.evaluate.fast import evaluate
 from scanner.findings.records import Outcome
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model import Subject

@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 from pg_integration import run_poolgate
 
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, RunStats, writer_for
+from scanner.reporters import writer_for
 from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")

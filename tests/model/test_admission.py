@@ -11,7 +11,7 @@ from scanner.config.values import Config
 from scanner.model import Subject, build_model
 from scanner.model.admission import BINDING, GROUP, POLICY
 from scanner.model.cluster import ClusterScope
-from scanner.sources.yaml.document import parse_stream
+from scanner.sources.yaml.document import parse_plain, parse_stream
 
 GPU_POD = """\
 apiVersion: v1
@@ -57,7 +57,9 @@ def cluster(
     *documents: str, config: Config | None = None, scope: ClusterScope | None = None
 ) -> Subject:
     inventory = parse_stream("---\n".join(documents), "t.yaml")
-    [subject] = build_model(inventory, config or Config(), scope).subjects()["cluster"]
+    [subject] = build_model(inventory, config or Config(), scope, read_yaml=parse_plain).subjects()[
+        "cluster"
+    ]
     return subject
 
 

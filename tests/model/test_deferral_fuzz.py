@@ -32,6 +32,7 @@ from scanner.evaluate.optimize.projection import (
 from scanner.model import build_model
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.sources import snapshot
+from scanner.sources.yaml.document import parse_plain
 
 DUMP = Path(__file__).parents[1] / "audit" / "controlled" / "dump.yaml"
 DEFERRED = ["targets", "containers", "diagnosis", "serviceAccount", "gpuResources", "volumes"]
@@ -40,7 +41,7 @@ DEFERRED = ["targets", "containers", "diagnosis", "serviceAccount", "gpuResource
 @cache
 def pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(instance facts, complete facts) of every controlled pod of the dump."""
-    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))))
+    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))), read_yaml=parse_plain)
     pairs = []
     for workload in model.workloads:
         if workload.deferred is not None:
@@ -116,7 +117,9 @@ def test_a_light_expression_answers_as_on_complete_facts(source: str) -> None:
 @cache
 def workloads() -> list[dict[str, Any]]:
     """The complete facts of every workload of the dump, controlled or not."""
-    model = build_model(snapshot.to_inventory(snapshot.read(str(DUMP))), defer=False)
+    model = build_model(
+        snapshot.to_inventory(snapshot.read(str(DUMP))), defer=False, read_yaml=parse_plain
+    )
     return [workload.facts for workload in model.workloads]
 
 
@@ -181,7 +184,7 @@ nested_expressions = st.recursive(leaves | _NESTED, _compound, max_leaves=6)
 
 
 def _projected(facts: dict[str, Any], source: str) -> dict[str, Any] | None:
-    """What the engine's activation holds for ``source`` alone (scanner/evaluate/engine.py)."""
+    """What the engine's activation holds for ``source`` alone (scanner/evaluate/loop.py)."""
     found = projection(analyze_rule((source,)))
     if found is None:
         return None

@@ -26,6 +26,7 @@ from scanner.model import Model, build_model
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import snapshot
+from scanner.sources.yaml.document import parse_plain
 
 DUMP = Path(__file__).parents[1] / "audit" / "controlled" / "dump.yaml"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -60,18 +61,20 @@ def comparable(model: Model) -> dict[str, object]:
 
 def test_completed_facts_are_the_facts_computed_at_once(snapshot_path: Path) -> None:
     inventory = inventory_of(snapshot_path)
-    deferred = build_model(inventory)
+    deferred = build_model(inventory, read_yaml=parse_plain)
     waiting = [w for w in deferred.workloads if w.deferred is not None]
     assert waiting, "the snapshot has controlled pods"
     assert all(w.facts["controlled"] for w in waiting)
     assert not any(w.deferred for w in deferred.workloads if not w.facts["controlled"])
     for workload in deferred.workloads:
         workload.complete()
-    assert comparable(deferred) == comparable(build_model(inventory, defer=False))
+    assert comparable(deferred) == comparable(
+        build_model(inventory, defer=False, read_yaml=parse_plain)
+    )
 
 
 def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
-    model = build_model(inventory_of(DUMP))
+    model = build_model(inventory_of(DUMP), read_yaml=parse_plain)
     pod = next(w for w in model.workloads if w.obj.name == "embedder-6d9f-x1")
     assert pod.deferred is not None
     facts = pod.facts
@@ -79,7 +82,9 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
     assert facts["gpu"] and not facts["pending"]
     assert facts["runningShared"] and facts["ns"]["name"] == "team-a"
     assert "containers" not in facts and "targets" not in facts
-    assert set(facts) == INSTANCE_FACTS  # exact: scanner/evaluate/optimize/projection.py relies on it
+    assert (
+        set(facts) == INSTANCE_FACTS
+    )  # exact: scanner/evaluate/optimize/projection.py relies on it
     complete = pod.complete()
     assert complete is facts  # completed in place: subjects already hold this dict
     assert {"containers", "targets", "diagnosis", "serviceAccount", "volumes"} <= set(facts)
@@ -88,7 +93,7 @@ def test_a_controlled_pod_waits_with_its_instance_facts_only() -> None:
 
 def test_completing_one_workload_changes_no_other_fact() -> None:
     inventory = inventory_of(DUMP)
-    model = build_model(inventory)
+    model = build_model(inventory, read_yaml=parse_plain)
     before = comparable(model)
     pod = next(w for w in model.workloads if w.deferred is not None)
     pod.complete()

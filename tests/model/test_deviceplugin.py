@@ -6,6 +6,7 @@ import pytest
 
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.deviceplugin import _looks_like_config, known_resource, parse_entry
+from scanner.sources.yaml.document import parse_plain
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_a_plus_spelling_names_the_advertised_profile() -> None:
         "    - {name: nvidia.com/mig-1g.10gb+me, replicas: 2}\n"
         "    - {name: nvidia.com/gpux, replicas: 2}\n"
     )
-    entry = parse_entry("k", text, "data", 7)
+    entry = parse_entry("k", text, "data", 7, parse_plain)
     plus, other = entry["resources"]
     assert (plus["known"], plus["advertisedAs"]) == (False, "nvidia.com/mig-1g.10gb.me")
     assert (other["known"], other["advertisedAs"]) == (False, "")
@@ -81,4 +82,4 @@ def _config_map(value: str) -> KubeObject:
     ],
 )
 def test_which_config_map_values_are_device_plugin_configs(value: str, config: bool) -> None:
-    assert _looks_like_config(_config_map(value)) is config
+    assert _looks_like_config(_config_map(value), parse_plain) is config

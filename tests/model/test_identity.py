@@ -9,6 +9,7 @@ from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.identity import attach_service_accounts, service_account_facts
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import build_workloads
+from scanner.sources.yaml.document import parse_plain
 
 
 def obj(body: dict[str, Any]) -> KubeObject:
@@ -116,7 +117,7 @@ def test_eks_pod_identity_accounts_listed_in_config_are_bound() -> None:
         "spec: {serviceAccountName: web, containers: [{name: c}]}\n"
     )
     config = Config(workload_identity_accounts=("batch-*/*",))
-    model = build_model(parse_stream(text, "t.yaml"), config, defer=False)
+    model = build_model(parse_stream(text, "t.yaml"), config, defer=False, read_yaml=parse_plain)
     accounts = {w.obj.name: w.facts["serviceAccount"] for w in model.workloads}
     assert (accounts["a"]["identity"], accounts["a"]["provider"]) == (
         "config workloadIdentityAccounts",

@@ -26,6 +26,7 @@ from scanner.model import build_model, pools
 from scanner.model.labelindex import LabelIndex
 from scanner.model.targeting import selects
 from scanner.sources.snapshot import Capture, to_inventory
+from scanner.sources.yaml.document import parse_plain
 
 KEYS = [
     "pool",
@@ -171,7 +172,7 @@ def test_a_workload_that_may_reach_too_many_pools_is_not_followed(
     ]
     capture = Capture("test", datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
     capture.objects = [*nodepools, *workloads]
-    model = build_model(to_inventory(capture), Config(), defer=False)
+    model = build_model(to_inventory(capture), Config(), defer=False, read_yaml=parse_plain)
     facts = {w.obj.name: w.facts for w in model.workloads}
     assert [t["pool"] for t in facts["pinned"]["targets"]] == ["gpu-1"]
     assert [t["pool"] for t in facts["h100"]["targets"]] == ["gpu-1", "gpu-2"]
@@ -180,7 +181,7 @@ def test_a_workload_that_may_reach_too_many_pools_is_not_followed(
         assert facts[name]["diagnosis"] == ""
     assert model.unfollowed == ["Pod ml/anywhere", "Pod ml/not-l4"]
     monkeypatch.setattr(pools, "MAX_REACH", 100)
-    model = build_model(to_inventory(capture), Config(), defer=False)
+    model = build_model(to_inventory(capture), Config(), defer=False, read_yaml=parse_plain)
     assert not model.unfollowed
     assert all(len(w.facts["targets"]) >= 1 for w in model.workloads)
 
@@ -292,7 +293,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 def _joined(objects: list[dict[str, Any]]) -> Any:
     # As an audit reads them (no YAML: its caches would grow with every example).
     capture = Capture("test", datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), objects)
-    model = build_model(to_inventory(capture), Config(), defer=False)
+    model = build_model(to_inventory(capture), Config(), defer=False, read_yaml=parse_plain)
     return (
         [
             (w.obj.name, w.facts["targets"], w.facts["nonGpuMatches"], w.facts["diagnosis"])

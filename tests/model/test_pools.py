@@ -6,7 +6,7 @@ from typing import Any
 
 from scanner.config.values import Config
 from scanner.model import build_model
-from scanner.sources.yaml.document import parse_stream
+from scanner.sources.yaml.document import parse_plain, parse_stream
 
 NODE = """\
 apiVersion: v1
@@ -25,7 +25,9 @@ def node(name: str, labels: str, status: str = "") -> str:
 
 
 def model_of(*documents: str) -> Any:
-    return build_model(parse_stream("---\n".join(documents), "t.yaml"), Config())
+    return build_model(
+        parse_stream("---\n".join(documents), "t.yaml"), Config(), read_yaml=parse_plain
+    )
 
 
 def node_facts(model: Any, name: str) -> dict[str, Any]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from scanner.inventory import KubeObject, LineMap, Origin
+from scanner.inventory import LIVE, KubeObject, LineMap, Origin
 from scanner.model.index import ObjectIndex
 from scanner.model.queues import QUEUE_LABEL, attach_queues
 from scanner.model.workloads import build_workloads
-from scanner.sources.snapshot import SOURCE_TYPE as LIVE
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 

@@ -24,8 +24,9 @@ from scanner.findings.records import (
     Suppression,
     sort_findings,
 )
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import Report, RunStats, writer_for
+from scanner.reporters import PLAIN, Display, writer_for
 from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
@@ -181,12 +182,13 @@ def report() -> Report:
 
 
 @pytest.fixture
-def render() -> Callable[[Report, str], str]:
-    """Run a format's registered writer into a string, the way the CLI would."""
+def render() -> Callable[..., str]:
+    """Run a format's registered writer into a string, the way the CLI would: the
+    report, the format and (for the reports for people) a ``Display``."""
 
-    def run(report: Report, fmt: str) -> str:
+    def run(report: Report, fmt: str, display: Display = PLAIN) -> str:
         stream = io.StringIO()
-        writer_for(fmt)(report, stream)
+        writer_for(fmt, display)(report, stream)
         return stream.getvalue()
 
     return run

@@ -3,12 +3,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scanner.findings.records import Finding, Level, Location
-from scanner.reporters import Report
+from scanner.findings.report import Report
+from scanner.reporters import Display
 from scanner.reporters.github import escape_data, escape_property
 
 from .conftest import POLICY
 
-Render = Callable[[Report, str], str]
+Render = Callable[..., str]
 
 
 def test_one_command_per_visible_finding_then_notifications_then_summary(
@@ -33,7 +34,7 @@ def test_one_command_per_visible_finding_then_notifications_then_summary(
 def test_suppressed_finding_shown_on_request_is_a_notice(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    output = render(make_report(show_suppressed=True), "github")
+    output = render(make_report(), "github", Display(show_suppressed=True))
     assert (
         "::notice file=k8s/train.yaml,line=20,col=7,title=PG204 pool-toleration (suppressed)"
         "::no toleration for taint nvidia.com/gpu "

@@ -23,14 +23,17 @@ from cli_run import ROOT, poolgate
 
 from scanner.findings import drift
 from scanner.findings.records import Finding, Level, Location, Notification, Suppression
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import FORMATS, Report, RunStats
+from scanner.reporters import FORMATS, Display
+from scanner.reporters import drift as drift_report
 from scanner.reporters.json import to_document
 from scanner.ruleset.docs import RuleDoc
 
 from .conftest import POLICY
 
-Render = Callable[[Report, str], str]
+Render = Callable[..., str]
+SHOWN = Display(show_suppressed=True)
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "base"}
 # Every element the page may contain; anything else came from data.
@@ -232,7 +235,7 @@ def test_suppressed_findings_hidden_unless_asked(
     assert "1 suppressed finding not listed" in hidden.one("section", id="findings").text()
     assert "pool is untainted during migration" not in hidden.text()
 
-    shown = parse(render(make_report(show_suppressed=True), "html"))
+    shown = parse(render(make_report(), "html", SHOWN))
     row = shown.one("tr", class_="suppressed")
     cells = [td.text() for td in row.kids("td")]
     assert cells[0] == "PG204"
@@ -316,9 +319,8 @@ def test_untrusted_text_is_escaped_and_cannot_disguise_itself(
         notifications=(Notification(Level.ERROR, HOSTILE, uri=HOSTILE, rule_id=rule.id),),
         rules=(rule, spoofed),
         tool_version=HOSTILE,
-        show_suppressed=True,
     )
-    output = render(report, "html")
+    output = render(report, "html", SHOWN)
     for raw in ("<script", "\u202e", "\x1b", 'onmouseover="', "' &"):
         assert raw not in output
     page = parse(output)  # nesting intact: nothing broke out of its element
@@ -344,11 +346,11 @@ def test_untrusted_text_is_escaped_and_cannot_disguise_itself(
 
 
 def test_output_is_deterministic(make_report: Callable[..., Report], render: Render) -> None:
-    first = render(make_report(show_suppressed=True), "html")
-    assert render(make_report(show_suppressed=True), "html") == first
+    first = render(make_report(), "html", SHOWN)
+    assert render(make_report(), "html", SHOWN) == first
     # A report rebuilt from equal (not identical) records renders the same bytes.
     copies = [dataclasses.replace(f) for f in make_report().findings]
-    assert render(make_report(findings=copies, show_suppressed=True), "html") == first
+    assert render(make_report(findings=copies), "html", SHOWN) == first
     # Nothing of the moment of rendering: no date, no time of day.
     assert not re.search(r"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d", first)
 
@@ -373,7 +375,7 @@ def test_compare_adds_what_changed_since_the_last_audit(tmp_path: Path) -> None:
         now, drift.load_previous(str(last)), "last.json", drift.checker({"PG603", "PG301"}, ())
     )
     out = io.StringIO()
-    drift.wrap("html", lambda r, s: None, changes)(now, out)
+    drift_report.wrap("html", lambda r, s: None, changes)(now, out)
     assert "<script" not in out.getvalue()
     page = parse(out.getvalue())
     section = page.one("section", id="drift")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from scanner.config.provenance import PolicyRecord
-from scanner.reporters import Report, RunStats
+from scanner.findings.report import Report, RunStats
 from scanner.reporters import json as json_reporter
 from scanner.reporters.json import to_document
 

@@ -18,16 +18,17 @@ from hypothesis import strategies as st
 
 from scanner.audit import run as audit
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
+from scanner.kinds.resources import RESOURCES
 from scanner.pipeline import ScanOptions, load_ruleset
-from scanner.reporters import Report, RunStats
+from scanner.reporters import PLAIN, Display
 from scanner.reporters.sarif import cluster_uri
-from scanner.sources.resources import RESOURCES
 from scanner.sources.snapshot import Capture
 
 from .conftest import POLICY, POLICY_JSON
 
-Render = Callable[[Report, str], str]
+Render = Callable[..., str]
 SCHEMA = Path(__file__).parent.parent / "schemas" / "sarif-schema-2.1.0.json"
 
 
@@ -42,8 +43,8 @@ def _validator() -> Any:
     return jsonschema.Draft4Validator(schema)
 
 
-def _run(report: Report, render: Render) -> dict[str, Any]:
-    log: dict[str, Any] = json.loads(render(report, "sarif"))
+def _run(report: Report, render: Render, display: Display = PLAIN) -> dict[str, Any]:
+    log: dict[str, Any] = json.loads(render(report, "sarif", display))
     errors = sorted(_validator().iter_errors(log), key=lambda error: list(error.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
     run: dict[str, Any] = log["runs"][0]
@@ -59,19 +60,19 @@ def test_log_header(report: Report, render: Render) -> None:
 
 
 @pytest.mark.parametrize(
-    "changes",
+    ("changes", "display"),
     [
-        {},
-        {"findings": (), "notifications": ()},
-        {"findings": (), "notifications": (), "rules": ()},
-        {"show_suppressed": True, "verbose": True, "color": True},
+        ({}, PLAIN),
+        ({"findings": (), "notifications": ()}, PLAIN),
+        ({"findings": (), "notifications": (), "rules": ()}, PLAIN),
+        ({}, Display(show_suppressed=True, color=True, verbose=True)),
     ],
     ids=["full", "clean", "no-rules", "display-flags"],
 )
 def test_output_is_valid_sarif_2_1_0(
-    make_report: Callable[..., Report], render: Render, changes: dict[str, Any]
+    make_report: Callable[..., Report], render: Render, changes: dict[str, Any], display: Display
 ) -> None:
-    run = _run(make_report(**changes), render)
+    run = _run(make_report(**changes), render, display)
     assert isinstance(run["results"], list)  # present even when empty: "ran, found nothing"
 
 

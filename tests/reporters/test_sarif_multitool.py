@@ -26,7 +26,7 @@ from typing import Any
 
 from tool_check import tool_missing
 
-from scanner.reporters import Report
+from scanner.findings.report import Report
 
 Render = Callable[[Report, str], str]
 
@@ -53,7 +53,9 @@ def _multitool() -> Path:
     on_path = shutil.which("Sarif.Multitool")
     if on_path:
         return Path(on_path)
-    tool_missing(f"SARIF Multitool not installed: run .ci/install-sarif-multitool and set {ENV_VAR}")
+    tool_missing(
+        f"SARIF Multitool not installed: run .ci/install-sarif-multitool and set {ENV_VAR}"
+    )
 
 
 def _validate(tmp_path: Path, logs: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from scanner.reporters import Report
+from scanner.findings.report import Report
 from scanner.reporters.tally import Tally, plural, summary_line, tally
 
 

@@ -4,11 +4,12 @@ from collections.abc import Callable
 
 from scanner.config.provenance import PolicyRecord
 from scanner.findings.records import Finding, Level, Location
-from scanner.reporters import Report, RunStats
+from scanner.findings.report import Report, RunStats
+from scanner.reporters import Display
 
 from .conftest import POLICY
 
-Render = Callable[[Report, str], str]
+Render = Callable[..., str]
 
 
 def test_findings_are_grouped_under_their_file(report: Report, render: Render) -> None:
@@ -47,7 +48,7 @@ def test_suppressed_findings_are_hidden_by_default(report: Report, render: Rende
 def test_suppressed_findings_shown_on_request(
     make_report: Callable[..., Report], render: Render
 ) -> None:
-    output = render(make_report(show_suppressed=True), "text")
+    output = render(make_report(), "text", Display(show_suppressed=True))
     assert (
         "k8s/train.yaml:20:7 warning PG204 no toleration for taint nvidia.com/gpu "
         "[suppressed in-source: pool is untainted during migration]"
@@ -61,12 +62,14 @@ def test_verbose_counts_skipped_documents(
     make_report: Callable[..., Report], render: Render
 ) -> None:
     assert "2 non-Kubernetes documents skipped" not in render(make_report(), "text")
-    assert "2 non-Kubernetes documents skipped" in render(make_report(verbose=True), "text")
+    assert "2 non-Kubernetes documents skipped" in render(
+        make_report(), "text", Display(verbose=True)
+    )
 
 
 def test_colour_only_when_asked(make_report: Callable[..., Report], render: Render) -> None:
     assert "\x1b[" not in render(make_report(), "text")
-    coloured = render(make_report(color=True), "text")
+    coloured = render(make_report(), "text", Display(color=True))
     assert "\x1b[31merror\x1b[0m PG301" in coloured
     assert "\x1b[35mrule-error\x1b[0m PG103" in coloured
 

@@ -21,8 +21,8 @@ import cli_run
 from tool_check import require_kustomize
 
 from scanner.kinds import CLUSTER_SCOPED
+from scanner.kinds.resources import RESOURCES
 from scanner.model.duplicates import duplicate_objects
-from scanner.sources.resources import RESOURCES
 from scanner.sources.yaml.document import parse_stream
 
 DIGEST = "0d9a2a9e5f0c4e3b8f7a6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f"

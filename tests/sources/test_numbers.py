@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 from scanner.audit import run as audit
 from scanner.cel import cpp_available
 from scanner.errors import UsageError
-from scanner.evaluate import engine
-from scanner.evaluate.optimize import guards
+from scanner.evaluate.optimize import guards, projection
 from scanner.pipeline import ScanOptions, load_ruleset
 from scanner.sources import apihttp, snapshot
 from scanner.sources.yaml import numbers
@@ -251,7 +250,7 @@ def test_findings_on_a_large_integer_do_not_depend_on_guards_or_fields(
 
     optimized = run()
     monkeypatch.setattr(guards, "ENGINES", frozenset())
-    monkeypatch.setattr(engine, "CONVERTING", frozenset())
+    monkeypatch.setattr(projection, "ENGINES", frozenset())
     plain = run()
     assert optimized == plain
     first = [f for f in plain if f[1].endswith("/p0")]

@@ -31,7 +31,7 @@ On cel-cpp every rule with variables or parameters is bound, however few its sub
 so the answer never depends on how many objects a run holds: the plain path hands a
 variable's value back through Python, where a timestamp is no CEL value any more, and
 gives each variable an iteration budget of its own. Compiling the wrapped programs
-costs about a millisecond each on the first run; the program cache
+costs time on the first run; the program cache
 (scanner/cel/programcache.py) keeps them for the next.
 
 A rule with ``params`` used to need an activation of its own as well (``params``
@@ -51,22 +51,18 @@ back as the same literal) keeps the plain path on cel-cpp too, whatever its subj
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.cel import Engine, Program, ResultKind
 from scanner.cel.analysis import analyze
 from scanner.errors import CelError
+from scanner.evaluate.plan import RulePlan, RunShape
 from scanner.ruleset.load import Rule
 
 ENGINES: Final = frozenset({"cpp"})
 """Engines whose activations convert values on first read (see the module docstring)."""
-
-BIND_FROM: Final = 16
-"""Subjects of a rule's type from which the optimizations that do not change answers
-pay: guards compiling their constant conjuncts (guards.py), the engine reading each
-rule's projection (deferral.py). Binding does not wait for it (module docstring)."""
 
 _CACHE_LIMIT: Final = 1024
 _cache: dict[tuple[Engine, str, tuple[str, ...]], Rule | None] = {}
@@ -90,35 +86,30 @@ class BoundProgram:
         return self.program.variable_value(activation)
 
 
-def bind_rules(
-    rules: Iterable[Rule], engine: Engine, subjects: Mapping[str, Sized] | None = None
-) -> dict[str, Rule]:
-    """Rule id -> the rule with its variables and parameters bound inside its programs.
+def bind(plan: RulePlan, run: RunShape) -> RulePlan:
+    """``plan`` running its rule with its variables and parameters bound inside its
+    programs, when it has any, on an engine of ``ENGINES``. A rule whose type has no
+    subjects in the run is left alone: nothing would run it, and compiling costs."""
+    rule = plan.rule
+    if run.engine.name not in ENGINES or not (rule.variables or rule.params):
+        return plan
+    if not run.has(rule.doc.subject):
+        return plan
+    found = bound_rule(rule, run.engine)
+    return plan if found is None else replace(plan, running=found)
 
-    Only rules with variables or parameters appear, and only for engines in
-    ``ENGINES``. The rules returned have no ``variables`` or ``params`` of their own
-    left: an engine runs them like any other rule, on the subject's shared activation.
 
-    With ``subjects`` (subject type -> subjects), a rule whose type has no subjects is
-    left alone: nothing would run it, and compiling costs.
-    """
-    if engine.name not in ENGINES:
-        return {}
-    bound: dict[str, Rule] = {}
-    for rule in rules:
-        if not rule.variables and not rule.params:
-            continue
-        if subjects is not None and not subjects.get(rule.doc.subject):
-            continue
-        key = (engine, rule.id, _sources(rule))
-        if key not in _cache:
-            if len(_cache) >= _CACHE_LIMIT:
-                _cache.clear()
-            _cache[key] = _bind(rule, engine)
-        found = _cache[key]
-        if found is not None:
-            bound[rule.id] = found
-    return bound
+def bound_rule(rule: Rule, engine: Engine) -> Rule | None:
+    """``rule`` with its variables and parameters bound inside its programs, or None
+    when its wrapped programs do not compile (module docstring). The rule returned
+    has no ``variables`` or ``params`` of its own left: an engine runs it like any
+    other rule, on the subject's shared activation. Kept for the next run."""
+    key = (engine, rule.id, _sources(rule))
+    if key not in _cache:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[key] = _bind(rule, engine)
+    return _cache[key]
 
 
 def _sources(rule: Rule) -> tuple[str, ...]:

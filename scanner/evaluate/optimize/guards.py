@@ -2,9 +2,9 @@
 
 Most conditions begin with a plain flag of the subject (``workload.gpu && ...``,
 ``node.gpu && ...``) or with switches of the run (``config.require.runtimeClass !=
-""``). Evaluating them in CEL converts the subject into CEL values first (tens of
-microseconds for a pod), only to learn that a non-GPU pod is out of scope for a
-dozen GPU rules. A guard reads the same facts in Python instead.
+""``). Evaluating them in CEL converts the subject into CEL values first, only to
+learn that a non-GPU pod is out of scope for a dozen GPU rules. A guard reads the
+same facts in Python instead.
 
 A condition is split at its top-level ``&&`` (from its parse, ``scanner.cel.analysis``;
 parentheses keep what they enclose together). These conjuncts become guards:
@@ -44,18 +44,17 @@ and the configuration file alike (a guard compares ``config`` lists in Python).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Sized
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scanner.cel import Engine, ResultKind
 from scanner.cel.analysis import PathTest, analyze
 from scanner.errors import CelError, CelEvalError
-from scanner.evaluate.optimize import binding as bindings
-from scanner.evaluate.optimize.binding import BIND_FROM
-from scanner.ruleset.load import Rule
+from scanner.evaluate.optimize import binding
+from scanner.evaluate.plan import RulePlan, RunShape
 
-ENGINES: Final = bindings.ENGINES
+ENGINES: Final = binding.ENGINES
 """Engines whose activations convert values on first read: guards pay there."""
 
 SUBJECT_VARIABLES: Final = frozenset({"workload", "node", "pool", "sharingConfig", "ns"})
@@ -217,30 +216,18 @@ def _constant(
     return value if isinstance(value, bool) else None
 
 
-def build_guards(
-    rules: Sequence[Rule],
-    engine: Engine,
-    run_values: Mapping[str, Any],
-    subjects: Mapping[str, Sized] | None = None,
-) -> dict[str, Guard]:
-    """Rule id -> guard, for the rules that have one.
+def guard(plan: RulePlan, run: RunShape) -> RulePlan:
+    """``plan`` with the guard of its rule's condition, when it has one.
 
-    Like variable binding (bindings.py), only for engines whose activations convert
-    values on first read, and with ``subjects``, only for rules with at least
-    ``BIND_FROM`` subjects: compiling a constant conjunct costs about a millisecond,
-    which a one-file pre-commit run never earns back. The pure-Python engine keeps
-    evaluating whole conditions, so the rule fixtures, which run under both engines,
-    compare the two ways of deciding.
+    Like variable binding (``binding.py``), only for engines whose activations convert
+    values on first read, and only for rules with ``PAYS_FROM`` subjects or more:
+    compiling a constant conjunct costs, which a one-file pre-commit run never earns
+    back. The pure-Python engine keeps evaluating whole conditions, so the rule
+    fixtures, which run under both engines, compare the two ways of deciding.
     """
-    if engine.name not in ENGINES:
-        return {}
-    guards: dict[str, Guard] = {}
-    for rule in rules:
-        if rule.condition is None:
-            continue
-        if subjects is not None and len(subjects.get(rule.doc.subject, ())) < BIND_FROM:
-            continue
-        guard = build(rule.condition.source, engine, run_values, rule.params)
-        if guard is not None:
-            guards[rule.id] = guard
-    return guards
+    rule = plan.rule
+    condition = rule.condition
+    if run.engine.name not in ENGINES or condition is None or not run.many(rule.doc.subject):
+        return plan
+    found = build(condition.source, run.engine, run.globals_, rule.params)
+    return plan if found is None else replace(plan, guard=found)

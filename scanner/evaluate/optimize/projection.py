@@ -20,13 +20,13 @@ the partial facts, because CEL can turn the failure of such a read into an answe
 (``||``, ``&&`` and ``exists`` drop an error where the other operands decide, and the
 complete facts could decide differently, or run into the cost limit instead).
 
-The same reading lists what a rule may read at all (``projection``, which the engine
-uses): the fields of ``workload`` it reads (``workload_fields``) and, of a field whose
-value it reads only at keys it names (``workload.ns.platform``, ``"nodeSelector" in
-workload.podSpec``, ``has(workload.podSpec.x)``), those keys. The engine converts into
-CEL only those fields and keys of the subject's facts that the rules it runs on the
-subject read, since cel-expr-python converts a variable whole the first time an
-expression reads it.
+The same reading lists what a rule may read at all (``projection``, applied to a
+rule's plan by ``project``): the fields of ``workload`` it reads (``workload_fields``)
+and, of a field whose value it reads only at keys it names (``workload.ns.platform``,
+``"nodeSelector" in workload.podSpec``, ``has(workload.podSpec.x)``), those keys. The
+fast path converts into CEL only those fields and keys of the subject's facts that
+the rules it runs on the subject read, since cel-expr-python converts a variable
+whole the first time an expression reads it.
 
 Both come from the rule's parse (``scanner.cel.analysis``, ``RuleAnalysis``): what it
 reads of ``workload``, through its variables too.
@@ -34,8 +34,46 @@ reads of ``workload``, through its variables too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+from dataclasses import replace
+from typing import Any, Final
+
 from scanner.cel.analysis import ANY, REACHED, RuleAnalysis
+from scanner.evaluate.optimize import binding
+from scanner.evaluate.plan import RulePlan, RunShape
 from scanner.model.workloads import INSTANCE_FACTS
+
+ENGINES: Final = binding.ENGINES
+"""Engines whose activations convert a variable whole on first read: projecting pays
+there (``project``)."""
+
+
+def defer(plan: RulePlan, run: RunShape) -> RulePlan:
+    """``plan`` marked light when its rule reads only a controlled workload's instance
+    facts: it runs before the workload's deferred facts are computed, and a workload
+    only light rules apply to is never completed. Only a run with deferred workloads
+    (an audit) reads the rules for it."""
+    if not run.deferring or not reads_instance_facts_only(plan.rule.analysis):
+        return plan
+    return replace(plan, light=True)
+
+
+def project(plan: RulePlan, run: RunShape) -> RulePlan:
+    """``plan`` with the fields of ``workload`` (and keys of their values) its rule may
+    read, so that the activation converts only what the rules run on a workload read.
+    Where converting costs (``ENGINES``), and there are enough workloads to repay
+    reading every rule (``PAYS_FROM``)."""
+    rule = plan.rule
+    if run.engine.name not in ENGINES or rule.doc.subject != "workload":
+        return plan
+    if not run.many("workload"):
+        return plan
+    reading = rule.analysis
+    return replace(
+        plan,
+        reads=projection(reading),
+        reads_controlled=projection(reading, controlled=True),
+    )
 
 
 def reads_instance_facts_only(reading: RuleAnalysis) -> bool:
@@ -54,7 +92,7 @@ def workload_fields(reading: RuleAnalysis, *, controlled: bool = False) -> froze
     its controller's pool checks).
 
     An activation whose ``workload`` holds only these fields gives the rule the same
-    values, errors and costs as the whole facts (scanner/evaluate/engine.py): a field it reads
+    values, errors and costs as the whole facts (scanner/evaluate/fast.py): a field it reads
     is there or missing in both, and nothing else is read. (Converting the fields left
     out could not have failed either: the readers keep every value within what CEL
     represents, scanner/sources/yaml/numbers.py.)
@@ -88,3 +126,21 @@ def projection(reading: RuleAnalysis, *, controlled: bool = False) -> Projection
         key = path[1] if len(path) > 1 else ANY
         fields[name] = None if key is ANY or known is None else known | {key}
     return {name: None if keys is None else frozenset(keys) for name, keys in fields.items()}
+
+
+def projected(
+    facts: dict[str, Any], fields: Set[str], keys: Mapping[str, frozenset[str]]
+) -> dict[str, Any]:
+    """A workload's ``facts`` with only ``fields``, and of a field in ``keys`` that
+    holds a map, only those keys: what an activation for rules that read no more
+    holds. The subject's own facts stay whole."""
+    found = facts
+    if len(fields) < len(facts):
+        found = {name: facts[name] for name in fields if name in facts}
+    for name, wanted in keys.items():
+        value = found.get(name)
+        if value.__class__ is dict and len(wanted) < len(value):
+            if found is facts:
+                found = dict(facts)
+            found[name] = {key: value[key] for key in wanted if key in value}
+    return found

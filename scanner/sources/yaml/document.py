@@ -117,16 +117,16 @@ class _Loader(_SafeLoader):
 
     libyaml's composer calls back into Python for every node: ``resolve`` to pick the
     implicit tag of a plain scalar, ``descend_resolver``/``ascend_resolver`` for path
-    resolvers nobody registers. Those callbacks are a fifth of composing time
-    (5 MB corpus: 1.61 s -> 1.27 s CPU). ``resolve`` below gives PyYAML's answers from
+    resolvers nobody registers. Those callbacks are a large part of composing time.
+    ``resolve`` below gives PyYAML's answers from
     the same resolver table, looked up once by first character; a test compares it
     with PyYAML's own on every resolver-relevant spelling.
 
     The callbacks are also C functions where that is possible, because a Python frame
     per node is the cost: ``resolve`` goes through a bounded ``lru_cache`` (keys and
     most values repeat across manifests, and a hit never enters Python), and the two
-    no-op path-resolver hooks are builtins that ignore their arguments. 10,000-object
-    corpus, composing only: 4.1-4.4 s -> 3.4 s CPU.
+    no-op path-resolver hooks are builtins that ignore their arguments (benchmarks/README.md
+    has the figures).
     """
 
     resolve = staticmethod(lru_cache(maxsize=_RESOLVE_CACHE_SIZE)(_resolve))
@@ -275,13 +275,13 @@ def collector_paused(freeze: bool = True) -> Iterator[None]:
 
     Loading allocates millions of small objects that all survive (nodes, dicts,
     position tuples), and each allocation burst makes the collector rescan the
-    growing heap: 10,000 composed trees took 10.1 s with it and 3.5 s without.
+    growing heap: with it on, composing takes several times as long.
     Sources that read many files hold the pause across all of them.
 
     On the way out, the outermost pause moves every tracked object to the permanent
     generation (``gc.freeze``) before re-enabling collection. Otherwise the next
-    collection traverses everything loaded in one go (17.7 MB in 1,269 files: about
-    2 s of 9.6 s), and later full collections during evaluation do it again. The cost
+    collection traverses everything loaded in one go, and later full collections
+    during evaluation do it again. The cost
     is process-wide: objects alive now are never cycle-collected (plain reference
     counting still frees them), which suits a scan that keeps its inventory to the end.
     With ``freeze=False`` the collector is only re-enabled: for work whose cyclic

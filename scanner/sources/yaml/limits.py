@@ -44,8 +44,8 @@ thread stack (measured), so 500 leaves room for the caller's own frames."""
 _BLOCK_RUN: Final = 100
 _FLOW_OPENERS: Final = 300
 # Patterns start with one literal line break so the regular expression engine jumps
-# from line to line instead of trying every position (5 MB: 0.014 s instead of 0.14 s;
-# a character class in front is not optimised that way). Every break libyaml knows
+# from line to line instead of trying every position (a character class in front is
+# not optimised that way). Every break libyaml knows
 # starts a line for the run check; only "\n" splits documents, since a missed split
 # only makes the bound looser.
 _RUN: Final = rf"[ \t?:-]{{{_BLOCK_RUN}}}"
@@ -136,7 +136,7 @@ def may_nest_deeply(text: str) -> bool:
     Block nesting needs indentation or compact indicators (``- - - x``): at most two
     levels per column. Flow nesting needs one ``[`` or ``{`` per level, and a flow
     collection never spans a ``---`` or ``...`` line, so openers are counted per
-    document. Ordinary manifests pass in a few milliseconds per megabyte.
+    document. It parses nothing: a few regular expression searches and character counts.
     """
     if len(text) <= COMPOSE_SAFE_DEPTH:  # every level costs at least one character
         return False

@@ -9,12 +9,12 @@ depend on the optimization. A snapshot or a list response holding such an intege
 therefore read the API server's way, as manifests are (scanner/sources/yaml/walk.py): a
 float, or, past float64 too, the number's text.
 
-Documents are decoded by msgspec (a 190 MB snapshot: 1.7 s, against 3.2 s for
-the standard parser calling back for every integer, and no larger in memory; orjson
-was as fast but held a second copy of the document while decoding, +450 MB). msgspec
-keeps integers of any size, so a document that may hold one of 19 digits or more
-goes to the standard parser instead (``_may_hold_long_integer``: a scan of the bytes,
-0.3 s for 190 MB), and so does anything msgspec refuses: what the standard parser
+Documents are decoded by msgspec: faster than the standard parser calling back into
+Python for every integer, and no larger in memory (orjson was as fast but held a
+second copy of the document while decoding; benchmarks/README.md). msgspec keeps
+integers of any size, so a document that may hold one of 19 digits or more goes to
+the standard parser instead (``_may_hold_long_integer``: one scan of the bytes), and
+so does anything msgspec refuses: what the standard parser
 accepts (``NaN``, lone surrogate escapes) and what it rejects with the position users
 see. Both keep the last of duplicate keys. Real API servers never send such integers.
 Nesting is bounded by the interpreter's recursion limit in both; msgspec reaches a
@@ -75,7 +75,7 @@ def loads(data: str | bytes, raw: bytes | None = None) -> Any:
 @cache
 def _decoder() -> tuple[Callable[[bytes], Any], type[Exception]]:
     """msgspec's decoder and its error, imported on first use: a scan of manifests
-    (this module's ``api_number`` is on its path) does not pay the ~14 ms import."""
+    (this module's ``api_number`` is on its path) does not pay for the import."""
     import msgspec
 
     return msgspec.json.Decoder().decode, msgspec.DecodeError

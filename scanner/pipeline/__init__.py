@@ -1,8 +1,9 @@
 """One scan, end to end: sources -> inventory -> model -> engine -> findings -> report.
 
-This module and ``cli.py`` are the only ones that know every stage; ``cli.py``
-owns the command line and exit codes, this module owns the order of the stages
-so that ``poolgate scan`` and ``poolgate rules test`` run exactly the same path.
+This package and ``scanner.cli`` are the only ones that know every stage; ``cli``
+owns the command line and exit codes, this package owns the order of the stages
+so that ``poolgate scan`` and ``poolgate rules test`` (``fixtures``, beside it)
+run exactly the same path.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from scanner import __version__
 from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
 from scanner.config.values import Config
 from scanner.errors import UsageError
-from scanner.evaluate.engine import HelperContext, document_findings, evaluate
+from scanner.evaluate.fast import evaluate
+from scanner.evaluate.stamp import document_findings
 from scanner.findings import baseline, suppress
 from scanner.findings.records import (
     INCOMPLETE_RULES,
@@ -30,11 +32,11 @@ from scanner.findings.records import (
     Outcome,
     sort_findings,
 )
+from scanner.findings.report import Report, RunStats
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model, duplicates
 from scanner.model.cluster import ClusterScope
 from scanner.model.pools import MAX_REACH
-from scanner.reporters import Report, RunStats
 from scanner.ruleset.load import (
     DOCUMENT_RULES,
     Rule,
@@ -43,7 +45,6 @@ from scanner.ruleset.load import (
     load_rules,
     select,
 )
-from scanner.runtime import executors as forking
 from scanner.runtime.deadline import Deadline
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
@@ -53,7 +54,7 @@ from scanner.sources.files import (
     load_paths,
 )
 from scanner.sources.rendered import RenderOptions, render_directories
-from scanner.sources.yaml.document import collector_paused
+from scanner.sources.yaml.document import collector_paused, parse_plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class ScanOptions:
     """``scan`` or ``audit``: rules whose ``modes`` leave this one out do not run
     (``enable_all`` runs them anyway: fixture tests cover audit-only rules too)."""
     rule_texts: Sequence[RuleText] = ()
-    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.config.policy``)."""
+    """Rule files already read, from a git commit (``--policy-ref``, ``scanner.policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,25 +211,21 @@ def evaluate_inventory(
     *,
     now: datetime.datetime | None = None,
     scope: ClusterScope | None = None,
-    helper: forking.Helper[HelperContext] | None = None,
     deadline: Deadline | None = None,
 ) -> Report:
     """Model, rules, suppressions over ``inventory``. ``now`` is the time rules judge
     durations against (CEL ``cluster.now``, RFC 3339): the audit passes the time the
     cluster was read, fixture tests a fixed time; default the current time. ``scope``
     is the cluster an audit read (its context and the kinds listed to the end);
-    default: a scan of manifests. ``helper``: a process started while this one was
-    small (``scanner.evaluate.engine.start_helper``) that may take part of the evaluation.
-    ``deadline`` (an audit's): no subject is evaluated once it has passed, and an error
-    notification names the rules that did not finish (``RunStats.unfinished``)."""
+    default: a scan of manifests. ``deadline`` (an audit's): no subject is evaluated
+    once it has passed, and an error notification names the rules that did not finish
+    (``RunStats.unfinished``)."""
     # The model's facts and the findings live to the end of the run, like the
-    # inventory: collecting cycles among them only rescans them (~6% of an audit).
+    # inventory: collecting cycles among them only rescans them.
     # Not frozen afterwards: `rules test` and library callers evaluate many times.
     with collector_paused(freeze=False):
-        model = build_model(inventory, ruleset.config, scope)
-        return _evaluate_model(
-            inventory, model, ruleset, repo_root, context_notes, now, helper, deadline
-        )
+        model = build_model(inventory, ruleset.config, scope, read_yaml=parse_plain)
+        return _evaluate_model(inventory, model, ruleset, repo_root, context_notes, now, deadline)
 
 
 def _evaluate_model(
@@ -238,7 +235,6 @@ def _evaluate_model(
     repo_root: Path,
     context_notes: Sequence[Notification],
     now: datetime.datetime | None,
-    helper: forking.Helper[HelperContext] | None = None,
     deadline: Deadline | None = None,
 ) -> Report:
     by_id = {rule.id: rule for rule in ruleset.rules}
@@ -253,13 +249,9 @@ def _evaluate_model(
         ruleset.rules,
         model.subjects(),
         ruleset.engine,
-        {
-            "config": ruleset.config.cel_view(),
-            "cluster": {**model.cluster, "now": _rfc3339(now)},
-        },
+        run_variables(ruleset, model, now),
         # Context objects are never reported on, so a ``ref`` may not point there.
-        _RefLookup(inventory),
-        helper,
+        RefLookup(inventory),
         deadline=deadline,
     )
     findings.extend(evaluation.findings)
@@ -302,6 +294,15 @@ def _evaluate_model(
             unfinished=evaluation.unfinished,
         ),
     )
+
+
+def run_variables(ruleset: Ruleset, model: Model, now: datetime.datetime | None) -> dict[str, Any]:
+    """The variables every subject of a run shares: ``config``, and ``cluster`` with
+    the time rules judge durations against (``now``, default the current time)."""
+    return {
+        "config": ruleset.config.cel_view(),
+        "cluster": {**model.cluster, "now": _rfc3339(now)},
+    }
 
 
 def _unfollowed(workloads: Sequence[str]) -> Notification:
@@ -347,7 +348,7 @@ def _unread_without_finding(
             )
 
 
-class _RefLookup(Mapping[str, KubeObject]):
+class RefLookup(Mapping[str, KubeObject]):
     """``namespace/Kind/name`` -> reportable object, built on first use: only a
     violation with a ``ref`` reads it, and building it names every object."""
 

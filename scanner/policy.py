@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+from scanner.config import discovery, provenance
 from scanner.config import file as configfile
-from scanner.config import provenance
 from scanner.config.file import CONFIG_FILE_NAME, MAX_CONFIG_SIZE, LoadedConfig
 from scanner.config.gitref import SYMLINK_MODE, Commit, Entry, blob_id, relative
 from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
@@ -107,7 +107,7 @@ def from_work_tree(
         data = baseline.read(baseline_file)
         recorded = baseline.parse(data, str(baseline_file))
         baseline_record = PolicyFile(_shown(baseline_file, root), _sha256(data), provenance.FILE)
-    loaded = configfile.resolve(paths, config_file)
+    loaded = discovery.resolve(paths, config_file)
     directories = (*(Path(item) for item in loaded.config.rule_dirs), *rule_dirs)
     source = (
         provenance.EXPLICIT
@@ -179,7 +179,7 @@ def _config(
     if config_file is not None:
         inside = relative(config_file, commit.root)
         if inside is None:  # brought by the CI job, not part of the pull request
-            return configfile.resolve(paths, config_file), provenance.EXPLICIT
+            return discovery.resolve(paths, config_file), provenance.EXPLICIT
         entry = commit.entries([inside]).get(inside)
         if entry is None:
             raise UsageError(
@@ -195,7 +195,7 @@ def _config(
     if named:
         used = f"{commit.label}:{first.path}" if first else ""
         shown = [f"{commit.label}:{name}" if name else "" for name in named]
-        warning = configfile.mixed_configs(used, shown)
+        warning = discovery.mixed_configs(used, shown)
         loaded = replace(loaded, warnings=(*loaded.warnings, warning))
     return loaded, provenance.GIT_REF if first is not None else provenance.DEFAULTS
 
@@ -385,7 +385,7 @@ def _compare(
         if explicit is not None:
             paths.add(explicit)
     else:
-        found, _ = configfile.nearest(start)  # the config the work tree would use
+        found, _ = discovery.nearest(start)  # the config the work tree would use
         head = relative(found, root) if found is not None else None
         if head is not None:
             paths.add(head)
@@ -412,7 +412,7 @@ def _compare(
 
 def _nearest_configs_paths(commit: Commit, start: Path) -> Iterable[str]:
     """The config the commit's tree has nearest to ``start`` (the work-tree side is
-    ``configfile.nearest``)."""
+    ``discovery.nearest``)."""
     directory = start if start.is_dir() else Path(os.path.abspath(start)).parent
     inside = relative(directory, commit.root)
     if inside is None:

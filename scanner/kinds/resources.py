@@ -1,9 +1,11 @@
 """The API resources an audit may list: kind, group, versions, plural, scope.
 
-One table for three readers: the audit plans its list calls from it (only the
-kinds the enabled rules need), ``deploy/`` grants exactly these in its
-ClusterRole (a test compares them), and the snapshot reader uses it to name a
-kind's plural in notifications. Secrets are not in the table and never will be:
+One table for every reader: the audit plans its list calls from it (only the kinds
+the facts the enabled rules read come from, ``scanner.audit.reads``), ``deploy/``
+grants exactly these in its ClusterRole (a test compares them with what
+``scanner.model.facts`` reads), the snapshot reader names a kind's plural in
+notifications, and Helm rendering and ``scanner.kinds.CLUSTER_SCOPED`` know which
+kinds are namespaced. Secrets are not in the table and never will be:
 no rule needs them, and a nightly job that can read every Secret of a cluster
 is a target.
 

@@ -1,0 +1,108 @@
+"""The report options ``scan`` and ``audit`` share, and the one loop that writes
+their reports: each ``--format`` with its ``--output``, each shown as its reader
+asked (``scanner.reporters.Display``), in colour only on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING
+
+import click
+
+from scanner.cli.options import option_group
+from scanner.reporters import FORMATS, Display
+
+if TYPE_CHECKING:
+    from scanner.findings.drift import Drift
+    from scanner.findings.report import Report
+    from scanner.reporters.output import Destination
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOptions:
+    """``--format``, ``--output``, ``--fail-on`` and ``--show-suppressed``."""
+
+    formats: tuple[str, ...]
+    outputs: tuple[str, ...]
+    fail_on: str
+    show_suppressed: bool
+
+    def destinations(self) -> list[Destination]:
+        """Each format paired with its output, checked before any work (``output.pair``)."""
+        from scanner.reporters import output
+
+        return output.pair(self.formats, self.outputs, _default_format())
+
+    def display(self, verbose: bool) -> Display:
+        return Display(show_suppressed=self.show_suppressed, verbose=verbose)
+
+
+report_options = option_group(
+    "reports",
+    ReportOptions,
+    [
+        click.option(
+            "--format",
+            "formats",
+            multiple=True,
+            type=click.Choice(FORMATS),
+            help="Report format (repeatable, paired with --output). Default: github under "
+            "GitHub Actions, else text.",
+        ),
+        click.option(
+            "--output", "-o", "outputs", multiple=True, help="Report file for each --format."
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(["error", "warning", "note", "never"]),
+            default="error",
+            show_default=True,
+            help="Lowest level that makes the exit code 1.",
+        ),
+        click.option(
+            "--show-suppressed",
+            is_flag=True,
+            help="Show suppressed findings in text and HTML reports.",
+        ),
+    ],
+)
+
+
+def write_reports(
+    report: Report,
+    destinations: Sequence[Destination],
+    display: Display,
+    changes: Drift | None = None,
+) -> None:
+    """Write ``report`` to each destination as ``display`` says, with what changed since
+    a previous report (``audit --compare``) where the format can carry it."""
+    from scanner.reporters import output, writer_for
+
+    for destination in destinations:
+        shown = replace(display, color=_color(destination))
+        write = writer_for(destination.format, shown)
+        if changes is not None:
+            from scanner.reporters import drift as drift_report
+
+            write = drift_report.wrap(destination.format, write, changes, shown)
+        output.write(destination, partial(write, report))
+
+
+def _color(destination: Destination) -> bool:
+    """Colour for a text report on a terminal, unless ``NO_COLOR`` is set."""
+    return (
+        destination.is_stdout
+        and destination.format == "text"
+        and sys.stdout is not None
+        and sys.stdout.isatty()
+        and "NO_COLOR" not in os.environ
+    )
+
+
+def _default_format() -> str:
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"

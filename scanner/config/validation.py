@@ -1,0 +1,136 @@
+"""``.poolgate.yaml`` checked against its published JSON schema, in words for YAML editors.
+
+The file is a ``GpuPoolGate`` object checked with ``schemas/config.schema.json``
+(the same file editors can use). Like pre-commit's ``cfgv`` and yamllint:
+
+* a key the schema does not know is a warning (``FILE:LINE: unknown key spec.x``),
+  so an older poolgate still runs with a newer file; except inside an exemption,
+  where it is an error: a misspelt ``match`` or ``kind`` would be ignored and the
+  exemption would suppress more than it says;
+* a value of the wrong type or shape is an error naming the key path and line
+  (``FILE:LINE: spec.require.podSecurity: expected one of ...``), every problem
+  of the file at once, before any scanning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+from scanner.inventory import LineMap, Position, join_path
+
+_JSON_TYPES: Final = {
+    dict: "mapping",
+    list: "list",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The published JSON schema of ``.poolgate.yaml``."""
+    text = (resources.files("scanner") / "schemas" / "config.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator  # lazy: only runs with a config file
+
+    return Draft202012Validator(schema())
+
+
+def check(body: Mapping[str, Any], lines: LineMap, shown: str) -> tuple[list[str], list[str]]:
+    """(problems, warnings): unknown keys warn (but inside an exemption), everything
+    else is a problem."""
+    problems: set[tuple[int, str]] = set()  # jsonschema repeats some, e.g. per missing key
+    warnings: set[tuple[int, str]] = set()
+    for error in _validator().iter_errors(body):
+        path = _field_path(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            for key in _extra_keys(error.instance, error.schema):
+                key_path = join_path(path, str(key))
+                line = line_of(lines, key_path)
+                if key_path.startswith(_EXEMPTIONS):
+                    problems.add((line, f"{shown}:{line}: {key_path}: {_WIDENS}"))
+                else:
+                    warnings.add((line, f"{shown}:{line}: unknown key {key_path} (ignored)"))
+            continue
+        line = line_of(lines, path)
+        problems.add((line, f"{shown}:{line}: {path or '(top level)'}: {_message(error)}"))
+    return [text for _, text in sorted(problems)], [text for _, text in sorted(warnings)]
+
+
+_EXEMPTIONS: Final = "spec.exemptions["
+_WIDENS: Final = (
+    "unknown key in an exemption (ignoring it could make the exemption suppress more "
+    "than it says; check the spelling: rule, match.namespace, match.kind, match.name, "
+    "reason, expires)"
+)
+
+
+def _extra_keys(instance: Mapping[str, Any], subschema: Mapping[str, Any]) -> list[Any]:
+    known = subschema.get("properties", {})
+    return [key for key in instance if key not in known]
+
+
+def _message(error: Any) -> str:
+    """jsonschema's messages, reworded where they would not help someone editing YAML."""
+    value = error.instance
+    expected = error.schema.get("x-expected") if isinstance(error.schema, Mapping) else None
+    if expected:
+        return f"expected {expected}, got {describe(value)}"
+    if error.validator == "type":
+        types = error.validator_value
+        names = [types] if isinstance(types, str) else list(types)
+        wanted = " or ".join(_JSON_NAMES.get(name, name) for name in names)
+        return f"expected a {wanted}, got {describe(value)}"
+    if error.validator == "enum":
+        options = ", ".join(json.dumps(option) for option in error.validator_value)
+        return f"expected one of {options}; got {describe(value)}"
+    if error.validator == "const":
+        return f"expected {json.dumps(error.validator_value)}, got {describe(value)}"
+    if error.validator == "required":
+        missing = [key for key in error.validator_value if key not in value]
+        return f"missing required key {', '.join(missing)}"
+    if error.validator == "uniqueItems":
+        return "lists an entry twice"
+    if error.validator == "minLength":
+        return "must not be empty"
+    message: str = error.message
+    return message
+
+
+_JSON_NAMES: Final = {"object": "mapping", "array": "list", "boolean": "boolean (true/false)"}
+
+
+def describe(value: object) -> str:
+    """A value as a message names it: its YAML type, and a scalar's text (capped)."""
+    if value is None:
+        return "null"
+    kind = _JSON_TYPES.get(type(value), type(value).__name__)
+    if isinstance(value, dict | list):
+        return f"a {kind}"
+    text = json.dumps(value)
+    return f"{kind} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _field_path(parts: Iterable[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path = join_path(path, part if isinstance(part, int) else str(part))
+    return path
+
+
+def line_of(lines: LineMap, path: str) -> int:
+    """The line of ``path`` in the file, else 1 (the top)."""
+    found: Position | None = lines.lookup(path)
+    return found[0] if found is not None else 1

@@ -1,0 +1,592 @@
+"""Every fact the model gives rules, declared once: the CEL variables and their facts.
+
+A variable's facts are a ``TypedDict`` (``WorkloadFacts`` is the CEL ``workload``), which
+types the model's code. Each field is ``Annotated`` with a ``Fact``: a one-line doc, the
+kinds its value may depend on besides the subject's own object (``serviceAccount`` is
+read from ServiceAccounts) and, for ``workload``, whether it is known per *instance*
+(at once, on every replica pod) or per *template* (``scanner.model.workloads`` defers
+it). Values stay plain dicts and lists, which cost nothing to type and which both CEL
+engines read as they are (every variable is declared ``dyn``).
+
+Derived from here: the CEL declarations (``scanner.cel.cpp``), the audit's read
+table and the RBAC ``deploy/rbac.yaml`` grants (``scanner.audit.reads``),
+``INSTANCE_FACTS``, and docs/facts.md (``scanner.ruleset.catalog.render_facts``).
+Tests keep the model's facts and these declarations equal. A node-pool provider is one
+file in ``scanner.model.providers`` plus its kinds here (``PROVIDERS``) and its API
+resource in ``scanner.kinds.resources``.
+"""
+
+# No ``from __future__ import annotations``: the annotations here are data, read at run
+# time (``table``); postponed, each would be compiled from its text on every start.
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, Final, NamedTuple, TypedDict
+
+from scanner.kinds import WORKLOAD_KINDS
+from scanner.kinds.resources import RESOURCES
+
+Kinds = frozenset[str]
+_NONE: Kinds = frozenset()
+
+ALL_KINDS: Final[Kinds] = frozenset(resource.kind for resource in RESOURCES)
+"""Every kind an audit may list (``scanner.kinds.resources``)."""
+
+
+class Provider(NamedTuple):
+    """A node-pool provider (``scanner.model.providers``): its declaration's kind, and
+    the kinds its node facts are joined from."""
+
+    kind: str
+    group: str
+    joins: Kinds = _NONE
+
+
+KARPENTER: Final = Provider("NodePool", "karpenter.sh", frozenset({"EC2NodeClass"}))
+GKE: Final = Provider("ContainerNodePool", "container.cnrm.cloud.google.com")
+CLUSTER_API: Final = Provider("MachineDeployment", "cluster.x-k8s.io")
+PROVIDERS: Final = (KARPENTER, GKE, CLUSTER_API)
+
+# Where facts come from: each set is what a fact's value may depend on.
+POOL_KINDS: Final = frozenset({"Node", *(provider.kind for provider in PROVIDERS)})
+"""Nodes and node-pool declarations: the ``node`` and ``pool`` subjects."""
+_IDENTITY = frozenset().union(*(provider.joins for provider in PROVIDERS))
+_DRA = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+_GPU_WORKLOADS = WORKLOAD_KINDS | _DRA
+"""Which workloads exist and use GPUs (DRA claims count), and which are controlled."""
+_DEVICE_PLUGIN = frozenset({"ClusterPolicy", "ConfigMap"})
+"""The GPU Operator's ClusterPolicy and the device-plugin ConfigMaps it names."""
+_NODE = POOL_KINDS | _DEVICE_PLUGIN | _IDENTITY
+_TENANTS = _NODE | _GPU_WORKLOADS | {"Namespace"}
+"""Pools with their tenants: which workloads (of which trust domain) they admit."""
+_KUEUE = frozenset({"LocalQueue", "ClusterQueue", "ResourceFlavor"})
+"""Where Kueue places a queued workload (``scanner.model.queues``)."""
+_PLACED = _TENANTS | _KUEUE
+"""Where a workload may go: a queued one goes where Kueue's flavor puts it."""
+_SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
+_RBAC = _DEVICE_PLUGIN | {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Node"}
+"""Bindings and roles, and the objects a ``resourceNames`` rule must name to count:
+device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy."""
+_ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
+_NS = frozenset({"Namespace"})
+_NETPOL = frozenset({"NetworkPolicy"})
+
+
+class Fact(NamedTuple):
+    """What one field of a fact table says beyond its name and type. (A tuple, the
+    cheapest record to build: every start builds one per fact.)"""
+
+    doc: str
+    kinds: Kinds = _NONE
+    """The kinds its value may depend on besides the subject's own object."""
+    instance: bool = False
+    """``workload`` only: known per instance, before ``Workload.complete()``."""
+    parts: tuple[tuple[tuple[str, ...], Kinds], ...] = ()
+    """Joined facts inside the value: (path below it, ``"*"`` for any element; kinds).
+    The ``signature`` of each of a workload's containers."""
+
+
+def fact(doc: str, kinds: Kinds = _NONE, **parts: Kinds) -> Fact:
+    return Fact(doc, kinds, parts=tuple((("*", name), part) for name, part in parts.items()))
+
+
+def instance(doc: str, kinds: Kinds = _NONE) -> Fact:
+    """A ``workload`` fact known per instance."""
+    return Fact(doc, kinds, instance=True)
+
+
+# --- nested records (plain dicts) -------------------------------------------------------
+
+Container = dict[str, Any]  # as written, with path, type, name, digestPinned, security, ...
+
+
+class Taint(TypedDict):
+    key: str
+    value: str
+    effect: str
+
+
+class Tenant(TypedDict):
+    namespace: str
+    trustDomain: str
+    workloads: int
+
+
+class GpuWorkloadNames(TypedDict):
+    count: int
+    names: list[str]
+
+
+class RunningNode(TypedDict):
+    name: str
+    sharing: str
+    shared: bool
+    trustDomains: list[str]
+
+
+GpuResource = dict[str, Any]  # see WorkloadFacts.gpuResources
+
+
+# --- the fact tables ----------------------------------------------------------------------
+
+
+class NamespaceFacts(TypedDict):
+    """A namespace (``scanner.model.namespaces``)."""
+
+    name: Annotated[str, fact("the namespace's name")]
+    known: Annotated[bool, fact("a Namespace object of that name is in scope", _NS)]
+    labels: Annotated[dict[str, str], fact("its labels", _NS)]
+    trustDomain: Annotated[
+        str,
+        fact(
+            "the value of the label config `trustDomainLabel` names, else the namespace's "
+            "own name; `platform` for operator namespaces",
+            _NS,
+        ),
+    ]
+    operator: Annotated[bool, fact("one of config `operatorNamespaces`")]
+    system: Annotated[bool, fact("one of config `systemNamespaces`")]
+    platform: Annotated[bool, fact("`operator` or `system`")]
+    pssEnforce: Annotated[str, fact('its `pod-security.kubernetes.io/enforce` label, or `""`', _NS)]
+    networkPolicies: Annotated[
+        list[str], fact("names of the NetworkPolicies in scope in it", _NETPOL)
+    ]
+    netpolsKnown: Annotated[bool, fact("it has at least one NetworkPolicy", _NETPOL)]
+    defaultDenyIngress: Annotated[
+        bool,
+        fact("a policy selecting every pod denies ingress, and none allows all", _NETPOL),
+    ]
+    defaultDenyEgress: Annotated[bool, fact("the same for egress", _NETPOL)]
+    defaultDeny: Annotated[bool, fact("both", _NETPOL)]
+    signatureOptIn: Annotated[
+        bool, fact('its label `policy.sigstore.dev/include` is `"true"`', _NS)
+    ]
+    gpuWorkloads: Annotated[
+        GpuWorkloadNames,
+        fact(
+            "`count` of the GPU workloads in it (a controlled one counts as its "
+            "controller) and the first ten `names` (`Kind/name`, sorted)",
+            _GPU_WORKLOADS,
+        ),
+    ]
+
+
+class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only instance facts
+    """One pod template of an object that carries pod templates
+    (``scanner.model.workloads``): a controlled workload's template facts come when a
+    rule needs them, its instance facts at once."""
+
+    apiVersion: Annotated[str, instance("the object's `apiVersion`")]
+    kind: Annotated[str, instance("the object's kind")]
+    name: Annotated[str, instance("the object's name")]
+    namespace: Annotated[str, instance("its namespace; `default` when the manifest sets none")]
+    namespaceSet: Annotated[bool, instance("the manifest sets a namespace")]
+    template: Annotated[
+        str,
+        instance(
+            'which pod template of the object: `""` for core kinds, `Worker`, '
+            "`headGroupSpec`, `workerGroupSpecs[1]`, `predictor`, ..."
+        ),
+    ]
+    podSpec: Annotated[Mapping[str, Any], instance("the pod spec as written")]
+    podSpecPath: Annotated[str, instance("where it is: `spec.template.spec`, ...")]
+    gpu: Annotated[
+        bool,
+        instance(
+            "a container requests or limits a GPU resource (a count of zero asks for "
+            "none), or a DRA claim asks for a GPU DeviceClass",
+            _DRA,
+        ),
+    ]
+    gpuViaDra: Annotated[bool, instance("a DRA claim asks for a GPU DeviceClass", _DRA)]
+    draClaims: Annotated[
+        list[dict[str, Any]],
+        instance(
+            "the pod's `resourceClaims`, each with `name`, `claimName`, `template`, "
+            "`found`, `deviceClasses`, `gpu`, `path`, `ref`",
+            _DRA,
+        ),
+    ]
+    pending: Annotated[bool, instance("a Pod in phase `Pending`")]
+    controlled: Annotated[
+        bool,
+        instance(
+            "a live object running the current template of a controller in the same run",
+            WORKLOAD_KINDS,
+        ),
+    ]
+    controller: Annotated[
+        str,
+        instance('`Kind/name` of the top controller in the run, `""` when none', WORKLOAD_KINDS),
+    ]
+    ns: Annotated[NamespaceFacts, instance("the facts of its namespace, as `ns` has them (below)")]
+    trustDomain: Annotated[str, instance("its namespace's trust domain", _NS)]
+    poolsKnown: Annotated[
+        bool,
+        instance(
+            "GPU pools are in scope, and its node selection is followed to them (it may "
+            "reach at most 100 pools)",
+            POOL_KINDS,
+        ),
+    ]
+    runningNode: Annotated[
+        RunningNode | dict[str, Any],
+        instance(
+            "live GPU pods: the node it runs on, with `name`, `sharing`, `shared` and "
+            "the `trustDomains` of the GPU pods there; `{}` otherwise",
+            _TENANTS,
+        ),
+    ]
+    runningShared: Annotated[bool, instance("`runningNode` is time-sliced or MPS", _TENANTS)]
+    podLabels: Annotated[dict[str, str], fact("labels of the pod template")]
+    podAnnotations: Annotated[dict[str, str], fact("annotations of the pod template")]
+    containers: Annotated[
+        list[Container],
+        fact(
+            "every container, init and ephemeral container as written, with its `path`, "
+            "`type`, `digestPinned`, effective `security` settings and image `signature` "
+            "(`covered`, `known`, `policies`, `reason`)",
+            signature=_SIGNATURES,
+        ),
+    ]
+    gpuResources: Annotated[
+        list[GpuResource],
+        fact(
+            "one entry per GPU resource per container: `name`, `container`, "
+            "`limit`/`request` as written, `limitCount`/`requestCount`, their paths"
+        ),
+    ]
+    gpuPodCounts: Annotated[
+        dict[str, dict[str, int]],
+        fact(
+            "GPU resource -> `pod`: what the pod needs from one node, as the scheduler "
+            "adds up containers, sidecars and init containers; `container`: the most one "
+            "container asks for"
+        ),
+    ]
+    runtimeClassName: Annotated[str, fact('the pod\'s `runtimeClassName`, `""` when unset')]
+    serviceAccountName: Annotated[str, fact('the pod\'s service account, `""` when unset')]
+    selectedLabels: Annotated[
+        dict[str, list[str]],
+        fact(
+            "node label key -> the values every placement allows: `nodeSelector`, and "
+            "keys every required node-affinity term pins with `In`, narrowed where both "
+            "apply (`[]` when none is left)"
+        ),
+    ]
+    tolerations: Annotated[list[Mapping[str, Any]], fact("the pod's tolerations as written")]
+    queuedPlacement: Annotated[
+        str, fact('why Kueue decides where it runs, `""` when its placement is as written', _KUEUE)
+    ]
+    targets: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "the GPU pools its selection reaches: `pool`, `ref`, `decided`, `tolerated`, "
+            "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `migStrategies`, "
+            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod`",
+            _PLACED,
+        ),
+    ]
+    nonGpuMatches: Annotated[
+        list[str],
+        fact(
+            "when it reaches no GPU pool: the nodes not known to have GPUs it matches "
+            "(`pool <name>`, `Kind/name`), at most five",
+            _PLACED,
+        ),
+    ]
+    diagnosis: Annotated[
+        str, fact('why it cannot run on any visible pool, in one line; `""` when it can', _PLACED)
+    ]
+    serviceAccount: Annotated[
+        dict[str, Any],
+        fact(
+            "its ServiceAccount: `name`, `known`, `identity` (the workload-identity "
+            "binding), `provider`, `hint`",
+            frozenset({"ServiceAccount", "PodIdentityAssociation"}),
+        ),
+    ]
+    runtimeClass: Annotated[
+        dict[str, Any],
+        fact(
+            "`name`, `known` (RuntimeClasses are in scope), `exists`, `handler`",
+            frozenset({"RuntimeClass"}),
+        ),
+    ]
+    volumes: Annotated[
+        list[dict[str, Any]],
+        fact("each pod volume: `name`, `type`, `path`, `typePath`, `hostPath`"),
+    ]
+    podSecurity: Annotated[
+        dict[str, Any],
+        fact(
+            "what the Pod Security Standards judge where it is written "
+            "(`scanner.model.podsecurity`)"
+        ),
+    ]
+    signaturePoliciesKnown: Annotated[
+        bool, fact("a ClusterImagePolicy or a Kyverno `verifyImages` rule is in scope", _SIGNATURES)
+    ]
+
+
+class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declaration's
+    """A Node or a node-pool declaration (``scanner.model.nodes``,
+    ``scanner.model.providers``)."""
+
+    kind: Annotated[str, fact("`Node`, or the kind of a node-pool declaration")]
+    name: Annotated[str, fact("the object's name")]
+    source: Annotated[str, fact("`node` or `declaration`")]
+    labels: Annotated[
+        dict[str, list[str]],
+        fact("label key -> the values its nodes may carry (a declaration's own included)"),
+    ]
+    labelsPath: Annotated[str, fact("where the labels are written")]
+    taints: Annotated[list[Taint], fact("`key`, `value`, `effect` of each taint")]
+    taintsPath: Annotated[str, fact("where the taints are written")]
+    implicitTaints: Annotated[
+        list[Taint], fact("declarations: taints the provider adds itself (GKE)")
+    ]
+    gpuLabeled: Annotated[bool, fact("GPU Feature Discovery or cloud labels say GPU")]
+    gpu: Annotated[bool, fact("a GPU node (status, labels) or a GPU declaration")]
+    pool: Annotated[str, fact("its pool: the first pool label's value, a declaration's name")]
+    poolLabel: Annotated[str, fact('which of config `poolLabels` it carries, `""` when none')]
+    sku: Annotated[str, fact("the value of config `skuLabel`")]
+    product: Annotated[str, fact("`nvidia.com/gpu.product`")]
+    gpuCount: Annotated[int, fact("whole GPUs per node (labels, status, declaration)")]
+    allocatable: Annotated[dict[str, int], fact("Nodes: GPU resources allocatable")]
+    capacity: Annotated[dict[str, int], fact("Nodes: GPU resources in capacity")]
+    statusKnown: Annotated[bool, fact("Nodes: the status shows GPU resources at all")]
+    resourceCounts: Annotated[dict[str, int], fact("GPU resources the status shows, by name")]
+    sharing: Annotated[
+        str,
+        fact(
+            "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`",
+            _DEVICE_PLUGIN,
+        ),
+    ]
+    migStrategy: Annotated[str, fact("`none`, `single` or `mixed`", _DEVICE_PLUGIN)]
+    migConfig: Annotated[str, fact("`nvidia.com/mig.config`")]
+    migConfigState: Annotated[str, fact("`nvidia.com/mig.config.state`")]
+    migProfiles: Annotated[list[str], fact("MIG profiles its config names")]
+    migLayouts: Annotated[list[str], fact("MIG layouts, which tell MIG configs apart")]
+    devicePluginConfig: Annotated[str, fact("its `nvidia.com/device-plugin.config` label")]
+    devicePluginConfigPath: Annotated[str, fact("where that label is written")]
+    devicePluginDisabled: Annotated[
+        bool, fact("Nodes: no device plugin is meant to run there", _DEVICE_PLUGIN)
+    ]
+    replicas: Annotated[
+        int, fact("time-sliced or MPS replicas per GPU (0: unknown)", _DEVICE_PLUGIN)
+    ]
+    oneShare: Annotated[bool, fact("one container may take one replica only", _DEVICE_PLUGIN)]
+    renameShared: Annotated[
+        bool, fact("shared resources are renamed `<name>.shared`", _DEVICE_PLUGIN)
+    ]
+    advertises: Annotated[list[str], fact("the GPU resource names it advertises", _DEVICE_PLUGIN)]
+    gke: Annotated[bool, fact("a GKE node or node pool")]
+    identity: Annotated[
+        dict[str, Any],
+        fact(
+            "declarations: the node identity, `provider`, `known`, `metadataMode`, "
+            "`hopLimit`, `httpTokens`, `endpoint`, `broadScopes`, their paths, `ref`",
+            _IDENTITY,
+        ),
+    ]
+
+
+class PoolFacts(TypedDict):
+    """GPU nodes and declarations grouped by pool (``scanner.model.pools``)."""
+
+    name: Annotated[str, fact('the pool\'s name; `""` for GPU nodes without a pool label', _NODE)]
+    unpooled: Annotated[bool, fact("the group of GPU nodes without a pool label", _NODE)]
+    members: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "each node or declaration: `kind`, `name`, `ref`, `sharing`, `migStrategy`, "
+            "`migProfiles`, `devicePluginConfig`",
+            _NODE,
+        ),
+    ]
+    sharingModes: Annotated[list[str], fact("the members' sharing modes", _NODE)]
+    sharing: Annotated[str, fact("the one sharing mode, or `mixed`", _NODE)]
+    shared: Annotated[bool, fact("a member is time-sliced or MPS", _NODE)]
+    migStrategies: Annotated[list[str], fact("the MIG members' strategies", _NODE)]
+    migProfiles: Annotated[list[str], fact("the MIG members' profiles", _NODE)]
+    migLayouts: Annotated[list[str], fact("the MIG members' layouts", _NODE)]
+    advertises: Annotated[list[str], fact("GPU resource names the members advertise", _NODE)]
+    maxGpusPerNode: Annotated[int, fact("the largest member's GPUs", _NODE)]
+    skus: Annotated[list[str], fact("the members' SKU label values", _NODE)]
+    tenants: Annotated[
+        list[Tenant],
+        fact(
+            "namespaces whose workloads it admits: `namespace`, `trustDomain`, `workloads`",
+            _PLACED,
+        ),
+    ]
+    trustDomains: Annotated[list[str], fact("the known trust domains of its tenants", _PLACED)]
+
+
+_CLUSTER_POLICY = frozenset({"ClusterPolicy"})
+
+
+class SharingConfigFacts(TypedDict):
+    """A device-plugin ConfigMap (``scanner.model.deviceplugin``); the ClusterPolicy says
+    which ConfigMaps those are, so every fact is read from it too."""
+
+    name: Annotated[str, fact("the ConfigMap's name", _CLUSTER_POLICY)]
+    namespace: Annotated[str, fact("its namespace", _CLUSTER_POLICY)]
+    referenced: Annotated[bool, fact("ClusterPolicy names it", _CLUSTER_POLICY)]
+    defaultKey: Annotated[str, fact("the key ClusterPolicy makes the default", _CLUSTER_POLICY)]
+    keys: Annotated[list[str], fact("its data keys", _CLUSTER_POLICY)]
+    entries: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "each data value as a config: `key`, `valid`, `error`, `mode`, `migStrategy`, "
+            "`resources`, their lines",
+            _CLUSTER_POLICY,
+        ),
+    ]
+    resources: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "every sharing resource of every valid entry, with its entry's `key`", _CLUSTER_POLICY
+        ),
+    ]
+
+
+class AdmissionFacts(TypedDict):
+    """The cluster's ValidatingAdmissionPolicies (``scanner.model.admission``)."""
+
+    known: Annotated[
+        bool,
+        fact("an audit listed the policies and bindings; in a scan, one is in scope", _ADMISSION),
+    ]
+    policies: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "each policy: `name`, `pods`, `controllers`, `runtimeClass`, `sku`, "
+            "`failurePolicy`, `bindings`, `actions`, `deny`",
+            _ADMISSION,
+        ),
+    ]
+
+
+class GpuWorkloadsFacts(TypedDict):
+    """The GPU workloads of the run (``scanner.model.cluster``)."""
+
+    count: Annotated[
+        int, fact("objects with a GPU pod template that are not controlled", _GPU_WORKLOADS)
+    ]
+    names: Annotated[
+        list[str], fact("the first ten, `namespace/Kind/name`, sorted", _GPU_WORKLOADS)
+    ]
+
+
+class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now``
+    """Cluster-wide facts every subject sees."""
+
+    now: Annotated[str, fact("when the run started, RFC 3339")]
+    devicePlugin: Annotated[
+        dict[str, Any],
+        fact(
+            "what ClusterPolicy names: `policyKnown`, `configName`, `configFound`, "
+            "`defaultKey`, `keys`, `migStrategy`, `dangling` references",
+            _NODE,
+        ),
+    ]
+    poolsKnown: Annotated[bool, fact("GPU pools are in scope", POOL_KINDS)]
+    rbac: Annotated[
+        dict[str, Any],
+        fact("`bindings` that give someone power over the GPU Operator (PG306)", _RBAC),
+    ]
+
+
+# --- the variables --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    """A CEL variable rules may read (every one declared ``dyn``)."""
+
+    name: str
+    doc: str
+    facts: type | None = None
+    """Its fact table, or None for values that are not the model's."""
+    subject: str = ""
+    """The rule subject it belongs to; ``""``: every subject sees it."""
+    whole: Kinds | None = None
+    """What a read of it whole (or of a field not declared) depends on; default: what
+    its facts together depend on."""
+
+
+VARIABLES: Final = (
+    Variable("object", "the raw Kubernetes object"),
+    Variable("workload", "for workload rules", WorkloadFacts, "workload", whole=ALL_KINDS),
+    # A node read whole counts its own kinds as joins: it may be a Node or a declaration.
+    Variable("node", "for node rules", NodeFacts, "node", whole=_NODE),
+    Variable("pool", "for pool rules", PoolFacts, "pool"),
+    Variable("sharingConfig", "for sharingConfig rules", SharingConfigFacts, "sharingConfig"),
+    Variable(
+        "ns",
+        "for namespace rules (`namespace` is a reserved word in CEL); workload rules read "
+        "the same facts as `workload.ns`",
+        NamespaceFacts,
+        "namespace",
+    ),
+    Variable("admission", "for cluster rules", AdmissionFacts, "cluster"),
+    Variable("gpuWorkloads", "for cluster rules", GpuWorkloadsFacts, "cluster"),
+    Variable("cluster", "cluster-wide facts, for every rule", ClusterFacts),
+    Variable("config", "the configuration's values (`require.*`, `operatorNamespaces`, ...)"),
+    Variable("params", "the rule's `params`, merged with config overrides"),
+    Variable("variables", "the rule's `variables`"),
+    Variable("namespaces", "reserved"),
+    Variable("pools", "reserved"),
+    Variable("subjectRef", "the subject object's identity, `namespace/Kind/name` or `Kind/name`"),
+)
+"""Every variable a rule may read, in the order the engines declare them."""
+
+NAMES: Final = tuple(variable.name for variable in VARIABLES)
+
+SUBJECT_KINDS: Final[Mapping[str, Kinds]] = {
+    "node": POOL_KINDS,
+    "pool": POOL_KINDS,
+    "namespace": _NS,
+    "sharingConfig": frozenset({"ConfigMap"}),
+    "cluster": _NONE,  # made up by the model (scanner.model.cluster): only joins
+}
+"""Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``)."""
+
+
+# --- reading the declarations ----------------------------------------------------------
+
+
+class Declared(NamedTuple):
+    """One fact as declared: its table's variable, name, Python type and ``Fact``."""
+
+    variable: str
+    name: str
+    type: Any
+    fact: Fact
+
+
+@cache
+def table(facts: type) -> Mapping[str, Declared]:
+    """The declared facts of one fact table, by name."""
+    variable = next(v.name for v in VARIABLES if v.facts is facts)
+    found: dict[str, Declared] = {}
+    for name, hint in facts.__annotations__.items():
+        python_type, *extras = typing.get_args(hint)
+        [meta] = [extra for extra in extras if isinstance(extra, Fact)]
+        found[name] = Declared(variable, name, python_type, meta)
+    return found
+
+
+def variable(name: str) -> Variable:
+    """The CEL variable called ``name``."""
+    return next(v for v in VARIABLES if v.name == name)
+
+
+def declared(name: str) -> Mapping[str, Declared]:
+    """The facts of CEL variable ``name`` (none for a variable that is not a table)."""
+    facts = variable(name).facts
+    return table(facts) if facts is not None else {}

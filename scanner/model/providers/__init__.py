@@ -1,0 +1,33 @@
+"""Node-pool providers: the objects that declare the nodes to come, one file each.
+
+Manifest repositories have no Nodes; they declare node pools (RULES.md, "Node-pool
+declarations"). A provider reads one declaration object into a ``Declaration``: the
+labels and taints its nodes get, the labels the provider adds itself, whether its
+nodes have GPUs and how many, and the node identity; ``scanner.model.nodes`` turns it
+into the same ``node`` facts a Node has. Adding a provider is one file here with a
+``declare`` function, its ``Provider`` (kind, group, the kinds its facts are joined
+from) in ``scanner.model.facts.PROVIDERS``, its API resource in
+``scanner.kinds.resources``, and its line in ``DECLARE`` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from scanner.inventory import KubeObject
+from scanner.model import facts
+from scanner.model.index import ObjectIndex
+from scanner.model.providers import clusterapi, gke, karpenter
+from scanner.model.providers.declaration import Declaration
+
+Declare = Callable[[KubeObject, ObjectIndex], Declaration]
+"""What a provider's nodes are, read from its declaration object (and the objects it
+refers to, through the index)."""
+
+DECLARE: Final[Mapping[facts.Provider, Declare]] = {
+    facts.KARPENTER: karpenter.declare,
+    facts.GKE: gke.declare,
+    facts.CLUSTER_API: clusterapi.declare,
+}
+"""Each provider of ``scanner.model.facts.PROVIDERS`` and its reader, in that order."""
