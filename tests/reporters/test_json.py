@@ -24,8 +24,16 @@ def _load(report: Report, render: Render) -> dict[str, Any]:
 
 def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
     document = _load(report, render)
-    assert list(document) == ["version", "tool", "config", "summary", "findings", "notifications"]
-    assert document["version"] == 1
+    assert list(document) == [
+        "version",
+        "fingerprintVersion",
+        "tool",
+        "config",
+        "summary",
+        "findings",
+        "notifications",
+    ]
+    assert document["version"] == 1 and document["fingerprintVersion"] == 2
     assert document["config"] is None  # a report built without a policy record
     assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}
     assert document["summary"] == {
