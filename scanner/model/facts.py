@@ -284,7 +284,9 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         fact(
             "the GPU pools its selection reaches: `pool`, `ref`, `decided`, `tolerated`, "
             "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `migStrategies`, "
-            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod`",
+            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod` "
+            "(resource -> the most one node gives one container, all the pod's containers; "
+            "a resource is absent when a member's size is unknown)",
             _PLACED,
         ),
     ]
