@@ -19,6 +19,7 @@ from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
+from scanner.model.gpuoperator import operator_facts
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
@@ -168,6 +169,7 @@ def build_model(
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
+            "gpuOperator": operator_facts(index),
             "rbac": _rbac(index, config, setup, sharing_configs),
         },
         namespaces=namespaces.subjects,
