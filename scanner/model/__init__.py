@@ -18,6 +18,7 @@ from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarn
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
+from scanner.model.dra import extended_resources
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
 from scanner.model.gpuoperator import operator_facts
 from scanner.model.identity import attach_service_accounts
@@ -153,7 +154,15 @@ def build_model(
     # in this order when they complete.
     later += [
         attach_queues(workloads, index),
-        attach_targets(workloads, pools, config, domains, other_nodes(nodes), unfollowed),
+        attach_targets(
+            workloads,
+            pools,
+            config,
+            domains,
+            other_nodes(nodes),
+            unfollowed,
+            extended_resources(index),
+        ),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),

@@ -115,6 +115,7 @@ def attach_targets(
     trust_domain: Mapping[str, str],
     others: Sequence[Others] = (),
     unfollowed: dict[str, None] | None = None,
+    dra_served: frozenset[str] = frozenset(),
 ) -> Join:
     """Give every workload its ``targets`` (none unless it is a GPU workload),
     ``nonGpuMatches`` and ``diagnosis``, and every pool its ``tenants``; a deferred
@@ -134,7 +135,7 @@ def attach_targets(
     than ``MAX_REACH`` pools is not followed (``poolsKnown`` false): its
     ``Kind namespace/name`` goes into ``unfollowed``.
     """
-    targeting = _Targeting(pools, config, trust_domain, others)
+    targeting = _Targeting(pools, config, trust_domain, others, dra_served)
     if unfollowed is not None:
         targeting.unfollowed = unfollowed
     complete = []
@@ -203,8 +204,11 @@ class _Targeting:
         config: Config,
         trust_domain: Mapping[str, str],
         others: Sequence[Others] = (),
+        dra_served: frozenset[str] = frozenset(),
     ) -> None:
         self.known = bool(pools)
+        self.dra_served = dra_served
+        """Extended resource names DRA allocates (``dra.extended_resources``): never missing."""
         members = [m for pool in pools for m in pool.members]
         members += [m for group in others for m in group.members]
         live = any(obj.origin.source_type == LIVE for obj, _ in members)
@@ -268,7 +272,7 @@ class _Targeting:
             targets = self.computed[key] = [
                 target
                 for index in indexes
-                if (target := _target(facts, requested, index, keys, self.config)) is not None
+                if (target := _target(facts, requested, index, keys, self)) is not None
             ]
             if len(targets) == 1:
                 # The one pool the selection may reach: if it runs, it runs there.
@@ -485,7 +489,7 @@ def _target(
     requested: Sequence[str],
     index: _PoolIndex,
     keys: frozenset[str],
-    config: Config,
+    targeting: _Targeting,
 ) -> dict[str, Any] | None:
     pool = index.pool
     pod_spec = facts["podSpec"]
@@ -509,7 +513,7 @@ def _target(
     blocked: list[str] = []
     tolerated_members = []
     for _obj, member in selected:
-        ert = config.extended_resource_toleration or bool(member.get("gke"))
+        ert = targeting.config.extended_resource_toleration or bool(member.get("gke"))
         missing = untolerated(member["taints"], tolerations, requested, ert)
         if missing:
             blocked.extend(t for t in missing if t not in blocked)
@@ -526,7 +530,9 @@ def _target(
         "sharing": pool.facts["sharing"],
         "migStrategies": pool.facts["migStrategies"],
         "advertises": advertises,
-        "missingResources": [r for r in requested if not _advertised(r, advertises)],
+        "missingResources": [
+            r for r in requested if r not in targeting.dra_served and not _advertised(r, advertises)
+        ],
         "maxGpusPerNode": max(member["gpuCount"] for member in reachable),
         "perNode": largest(requested, reachable),
         "perPod": largest(requested, reachable, whole_pod=True),
