@@ -499,7 +499,9 @@ class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now
     poolsKnown: Annotated[bool, fact("GPU pools are in scope", POOL_KINDS)]
     gpuOperator: Annotated[
         dict[str, Any],
-        fact("ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", _OPERATOR),
+        fact(
+            "ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", _OPERATOR
+        ),
     ]
     rbac: Annotated[
         dict[str, Any],
