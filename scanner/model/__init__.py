@@ -18,7 +18,9 @@ from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarn
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
+from scanner.model.dra import extended_resources
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
+from scanner.model.gpuoperator import operator_facts
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
@@ -152,7 +154,15 @@ def build_model(
     # in this order when they complete.
     later += [
         attach_queues(workloads, index),
-        attach_targets(workloads, pools, config, domains, other_nodes(nodes), unfollowed),
+        attach_targets(
+            workloads,
+            pools,
+            config,
+            domains,
+            other_nodes(nodes),
+            unfollowed,
+            extended_resources(index),
+        ),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),
@@ -168,6 +178,7 @@ def build_model(
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
+            "gpuOperator": operator_facts(index),
             "rbac": _rbac(index, config, setup, sharing_configs),
         },
         namespaces=namespaces.subjects,

@@ -6,6 +6,19 @@ DeviceClass: ``gpu.nvidia.com`` or ``mig.nvidia.com`` (the NVIDIA DRA driver's
 classes, GPU by name even when the DeviceClass object is not in scope), or any
 DeviceClass whose CEL selectors compare ``device.driver`` with ``gpu.nvidia.com``.
 
+Claims of the older ``resource.k8s.io`` versions (``v1alpha2``, Kubernetes 1.27 to
+1.30) name a ResourceClass (``spec.resourceClassName``) instead of device requests;
+a ResourceClass is a GPU class by name as above, or when its ``driverName`` is
+``gpu.resource.nvidia.com`` (the NVIDIA DRA driver of that time) or ``gpu.nvidia.com``.
+ResourceClass objects are read in a scan; an audit does not list them (Kubernetes 1.31
+removed the API), so there only the class names above make a GPU claim.
+
+A DeviceClass with ``spec.extendedResourceName`` (Kubernetes 1.34, DRA extended
+resources) lets pods ask for that name as an extended resource
+(``nvidia.com/gpu: 1``) and have DRA allocate it, on nodes whose device plugin does not
+advertise it: ``extended_resources`` names them, and a pool that does not advertise
+such a name is not short of it (PG106).
+
 Claims resolve within the pod's namespace; a manifest without a namespace is in
 ``default``, as ``kubectl apply`` would put it. Every claim and class is resolved
 once per run, however many pod templates reference it.
@@ -27,6 +40,22 @@ GPU_DEVICE_CLASSES: frozenset[str] = frozenset({"gpu.nvidia.com", "mig.nvidia.co
 """DeviceClass names that are GPU classes whether or not the object is in scope."""
 
 GPU_DRIVER: Final = "gpu.nvidia.com"
+RESOURCE_CLASS_KIND: Final = "ResourceClass"
+"""The v1alpha2 class a claim's ``resourceClassName`` names."""
+GPU_CLASS_DRIVERS: Final = frozenset({"gpu.resource.nvidia.com", GPU_DRIVER})
+"""ResourceClass ``driverName`` values of NVIDIA GPU drivers."""
+
+
+def extended_resources(index: ObjectIndex) -> frozenset[str]:
+    """The extended resource names DeviceClasses in scope serve through DRA
+    (``spec.extendedResourceName``)."""
+    names = set()
+    for device_class in index.kind(DEVICE_CLASS_KIND):
+        spec = device_class.body.get("spec")
+        name = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+        if isinstance(name, str) and name and api_group(device_class.api_version) == DRA_GROUP:
+            names.add(name)
+    return frozenset(names)
 
 
 def selects_gpu_driver(expression: str) -> bool:
@@ -136,6 +165,13 @@ class DraResolver:
     def _selects_gpu_driver(self, name: str) -> bool:
         if self._index is None:
             return False
+        resource_class = self._index.get(RESOURCE_CLASS_KIND, "", name)
+        if (
+            resource_class is not None
+            and api_group(resource_class.api_version) == DRA_GROUP
+            and resource_class.body.get("driverName") in GPU_CLASS_DRIVERS
+        ):
+            return True
         device_class = self._index.get(DEVICE_CLASS_KIND, "", name)
         if device_class is None or api_group(device_class.api_version) != DRA_GROUP:
             return False
@@ -168,8 +204,12 @@ def _device_class_names(claim_spec: object) -> Iterator[str]:
     """DeviceClass names of a claim spec's ``devices.requests[]``.
 
     ``deviceClassName`` directly (v1alpha3, v1beta1), under ``exactly`` (v1beta2,
-    v1), and in every ``firstAvailable[]`` alternative (the scheduler may pick any).
+    v1), and in every ``firstAvailable[]`` alternative (the scheduler may pick any);
+    a v1alpha2 claim's ``resourceClassName`` (a ResourceClass).
     """
+    old = claim_spec.get("resourceClassName") if isinstance(claim_spec, Mapping) else None
+    if isinstance(old, str) and old:
+        yield old
     devices = claim_spec.get("devices") if isinstance(claim_spec, Mapping) else None
     requests = devices.get("requests") if isinstance(devices, Mapping) else None
     for _, request in _enumerate(requests):

@@ -71,6 +71,7 @@ device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy
 _ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 _NS = frozenset({"Namespace"})
 _NETPOL = frozenset({"NetworkPolicy"})
+_OPERATOR = frozenset({"ClusterPolicy", "Deployment", "Node"})
 
 
 class Fact(NamedTuple):
@@ -284,7 +285,8 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         fact(
             "the GPU pools its selection reaches: `pool`, `ref`, `decided`, `tolerated`, "
             "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `migStrategies`, "
-            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod`",
+            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod` (resource "
+            "-> most per container, per pod; absent: unknown)",
             _PLACED,
         ),
     ]
@@ -495,6 +497,12 @@ class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now
         ),
     ]
     poolsKnown: Annotated[bool, fact("GPU pools are in scope", POOL_KINDS)]
+    gpuOperator: Annotated[
+        dict[str, Any],
+        fact(
+            "ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", _OPERATOR
+        ),
+    ]
     rbac: Annotated[
         dict[str, Any],
         fact("`bindings` that give someone power over the GPU Operator (PG306)", _RBAC),

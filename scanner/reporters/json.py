@@ -6,6 +6,7 @@ findings in the run's deterministic order, indented by 2::
 
     {
       "version": 1,
+      "fingerprintVersion": 2,    # of every finding's "fingerprint"; absent: 1
       "tool": {"name": "poolgate", "version": "0.1.0"},
       "config": {                 # the policy the run used; null when not recorded
         "path": ".poolgate.yaml",           # repository-relative; null: built-in defaults
@@ -39,7 +40,8 @@ findings in the run's deterministic order, indented by 2::
                        "path": "spec.template.spec.containers[0].securityContext"},
           "object": {"apiVersion": "apps/v1", "kind": "Deployment",
                      "namespace": "ml", "name": "train"},    # or null
-          "fingerprint": "<32 hex digits>",    # stable across line moves
+          "fingerprint": "<32 hex digits>",    # unique in the report, stable across
+                                              # line moves (scanner/findings/records.py)
           "suppression": null                 # or {"kind": "in-source"|"external",
         }                                     #     "justification": "..."}
       ],
@@ -76,7 +78,12 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
-from scanner.findings.records import Finding, Notification
+from scanner.findings.records import (
+    FINGERPRINT_VERSION,
+    Finding,
+    Notification,
+    run_fingerprints,
+)
 from scanner.findings.report import Report
 from scanner.reporters.tally import tally
 
@@ -112,12 +119,16 @@ def write(
         stream.write(text + "\n")
         return
     marks = states or {}
+    prints = run_fingerprints(findings)
     empty = '"findings": []'  # a key: inside a string its quotes would be escaped
     at = text.index(empty)
     stream.write(f'{text[:at]}"findings": [\n')
     for start in range(0, len(findings), WRITE_BATCH):
-        batch = [_finding(finding) for finding in findings[start : start + WRITE_BATCH]]
-        items = ",\n".join(_finding_text(item, marks.get(item["fingerprint"])) for item in batch)
+        end = start + WRITE_BATCH
+        items = ",\n".join(
+            _finding_text(_finding(finding, fingerprint), marks.get(finding.fingerprint))
+            for finding, fingerprint in zip(findings[start:end], prints[start:end], strict=True)
+        )
         stream.write(items if start == 0 else ",\n" + items)
     stream.write(f"\n  ]{text[at + len(empty) :]}\n")
 
@@ -179,7 +190,11 @@ def _string(value: str) -> str:
 def to_document(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data (for tests and other reporters)."""
     document = _document(report)
-    document["findings"] = [_finding(finding) for finding in report.findings]
+    prints = run_fingerprints(report.findings)
+    document["findings"] = [
+        _finding(finding, fingerprint)
+        for finding, fingerprint in zip(report.findings, prints, strict=True)
+    ]
     return document
 
 
@@ -188,6 +203,7 @@ def _document(report: Report) -> dict[str, Any]:
     counts = tally(report.findings)
     return {
         "version": SHAPE_VERSION,
+        "fingerprintVersion": FINGERPRINT_VERSION,
         "tool": {"name": "poolgate", "version": report.tool_version},
         "config": report.policy.as_json() if report.policy is not None else None,
         "summary": {
@@ -209,7 +225,7 @@ def _document(report: Report) -> dict[str, Any]:
     }
 
 
-def _finding(finding: Finding) -> dict[str, Any]:
+def _finding(finding: Finding, fingerprint: str) -> dict[str, Any]:
     ref = finding.ref
     suppression = finding.suppression
     return {
@@ -231,7 +247,7 @@ def _finding(finding: Finding) -> dict[str, Any]:
             "namespace": ref.namespace,
             "name": ref.name,
         },
-        "fingerprint": finding.fingerprint,
+        "fingerprint": fingerprint,
         "suppression": None
         if suppression is None
         else {"kind": suppression.kind, "justification": suppression.justification},

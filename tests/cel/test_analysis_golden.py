@@ -7,6 +7,9 @@ cel/budget.py, bindings.py, model/dra.py, model/admission.py as of commit fc70c4
 tests/cel/make_analysis_golden.py of that commit). Every rule reads the same kinds and
 facts, splits into the same conjuncts and guards, nests as deep and binds the same way
 — except where ``DIFFERENCES`` says why the parse reads better than the text did.
+A rule whose text changed since has its entry written from the parse of the new
+text (PG108 and PG110 for issue 24: new expressions, and PG110 reads
+``cluster.gpuOperator``, so ClusterPolicy, Deployment and Node).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
     document = _load(report, render)
     assert list(document) == [
         "version",
+        "fingerprintVersion",
         "tool",
         "config",
         "summary",
@@ -33,7 +34,7 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
         "notifications",
         "fleet",
     ]
-    assert document["version"] == 1
+    assert document["version"] == 1 and document["fingerprintVersion"] == 2
     assert document["config"] is None  # a report built without a policy record
     assert document["fleet"] is None  # nor a fleet
     assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}

@@ -134,7 +134,7 @@ def test_results_carry_level_message_region_and_fingerprint(report: Report, rend
             "startLine": finding.location.line,
             "startColumn": finding.location.column,
         }
-        assert result["partialFingerprints"] == {"poolgate/v1": finding.fingerprint}
+        assert result["partialFingerprints"] == {"poolgate/v2": finding.fingerprint}
         assert "kind" not in result and "rank" not in result  # sarif_om defaults left out
 
 
@@ -188,7 +188,7 @@ def test_a_finding_about_the_cluster_has_no_file(render: Render) -> None:
     assert location["logicalLocations"] == [
         {"name": "cluster", "fullyQualifiedName": "Cluster/cluster", "kind": "resource"}
     ]
-    assert len(result["partialFingerprints"]["poolgate/v1"]) == 32
+    assert len(result["partialFingerprints"]["poolgate/v2"]) == 32
 
 
 @pytest.mark.parametrize(
