@@ -81,9 +81,10 @@ def command(
     report, coverage = auditing.read_and_evaluate(
         ruleset, read, snapshot_file=snapshot_file, now=now, deadline=run_deadline
     )
-    report = replace(report, policy=record)
+    report = pipeline.hide_below(replace(report, policy=record), reports.shown_from)
     changes = None
     if previous is not None and compare is not None:
+        previous = drift.at_least(previous, reports.shown_from)
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
         changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
     write_reports(report, destinations, reports.display(verbose), changes)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.errors import UsageError
-from scanner.findings.records import Finding, Outcome
+from scanner.findings.records import Finding, Level, Outcome
 from scanner.findings.report import Report
 
 NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
@@ -93,6 +93,14 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
         and entry.get("outcome", "fail") == "fail"
         and entry.get("suppression") is None
     ]
+
+
+def at_least(previous: Sequence[Mapping[str, Any]], level: Level) -> list[Mapping[str, Any]]:
+    """The previous findings at ``level`` or above (``--min-level``): those below are out
+    of tonight's view, so they are neither resolved nor unverified. An entry whose level
+    is not one poolgate writes is kept."""
+    names = {str(item): item for item in Level}
+    return [entry for entry in previous if names.get(str(entry.get("level")), Level.ERROR) >= level]
 
 
 Checked = Callable[[str, str], bool]

@@ -108,6 +108,8 @@ def write(
         objects=report.stats.objects,
         suppressed_shown=display.show_suppressed,
         baselined=report.stats.baselined,
+        excluded=report.stats.excluded,
+        hidden=report.stats.hidden,
         incomplete=report.input_errors(),
     )
     version = _text(report.tool_version)
