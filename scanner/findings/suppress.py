@@ -9,7 +9,7 @@ Two ways to say "this finding is accepted":
 
   Entries are ``RULE=reason`` (``RULE`` a rule id or name), separated by commas or
   newlines; a reason may itself contain commas as long as what follows a comma does
-  not look like ``RULE=``.
+  not look like ``RULE=`` (an id, a loaded rule's name, or a hyphenated word).
   It holds for findings on the object that carries it, found by its document
   (``Finding.origin``), never by identity alone: a benign ``team-a/web`` with the
   annotation must not silence a privileged ``team-a/web`` in the same file, the
@@ -48,6 +48,9 @@ IN_SOURCE: Final = "in-source"
 EXTERNAL: Final = "external"
 
 _ID: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*[0-9]{3}")
+# The shape of a rule name with a hyphen: after a comma, one starts an entry even when
+# no loaded rule has it, so a misspelt name is reported rather than read as reason.
+_NAME: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 # A rule: an id, or a rule's name (one character class: nothing to backtrack over).
 _RULE: Final = r"[A-Za-z0-9][A-Za-z0-9-]*"
 # A newline always starts a new entry; a comma only when a rule id or the name of a
@@ -131,9 +134,10 @@ def _entries(line: str, names: RuleNames) -> list[str]:
 
 def _starts_entry(part: str, names: RuleNames) -> bool:
     start = _ENTRY_START.match(part)
-    return start is not None and (
-        _ID.fullmatch(start["rule"]) is not None or start["rule"] in names
-    )
+    if start is None:
+        return False
+    rule = start["rule"]
+    return _ID.fullmatch(rule) is not None or _NAME.fullmatch(rule) is not None or rule in names
 
 
 def _names(known_rules: Collection[str] | RuleNames) -> RuleNames:
