@@ -273,3 +273,44 @@ def test_junit_through_the_cli_fails_only_at_fail_on(repo: Path) -> None:
     assert failures("--fail-on", "warning") == {"error", "warning"}
     assert failures("--fail-on", "note") == {"error", "warning", "note"}
     assert failures("--fail-on", "never") == set()
+
+
+def test_min_level_never_hides_what_makes_a_run_incomplete() -> None:
+    """A rule error or an unread document (PG001) of a low level stays: hiding it would
+    turn exit 3 into 0, a run calling clean what it could not judge."""
+    from scanner.findings.records import Finding, Location, Outcome
+    from scanner.findings.report import Report
+    from scanner.pipeline import exit_code, hide_below
+
+    def finding(rule: str, level: Level, outcome: Outcome = Outcome.FAIL) -> Finding:
+        return Finding(rule, level, "m", Location("k8s/a.yaml", 1, 1), None, outcome=outcome)
+
+    report = Report(
+        findings=[
+            finding("PG303", Level.WARNING),
+            finding("PG204", Level.NOTE, Outcome.ERROR),
+            finding("PG001", Level.NOTE),
+            finding("PG301", Level.ERROR),
+        ],
+        notifications=[],
+        rules=[],
+        tool_version="0",
+        repo_root="/",
+    )
+    shown = hide_below(report, Level.ERROR)
+    assert [f.rule_id for f in shown.findings] == ["PG204", "PG001", "PG301"]
+    assert shown.stats.hidden == 1
+    without_errors = hide_below(Report([*report.findings[:3]], [], [], "0", "/"), Level.ERROR)
+    assert exit_code(without_errors, "error") == 3
+    assert hide_below(report, Level.NOTE) is report
+
+
+def test_audit_compare_leaves_previous_findings_below_min_level_out() -> None:
+    """With --min-level, last night's findings below it are neither resolved nor
+    unverified tonight: they are out of view on both sides."""
+    from scanner.findings.drift import at_least
+
+    previous = [{"level": "warning", "fingerprint": "a"}, {"level": "error", "fingerprint": "b"}]
+    assert at_least(previous, Level.ERROR) == [previous[1]]
+    assert at_least(previous, Level.NOTE) == previous
+    assert at_least([{"level": "bogus"}], Level.ERROR) == [{"level": "bogus"}]
