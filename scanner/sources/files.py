@@ -154,7 +154,7 @@ def load_paths(
         target = Path(os.path.abspath(path))
         if excluded.matches(target):
             continue
-        if excluded.by_pattern(target, target.is_dir()):
+        if excluded.patterns and excluded.by_pattern(target, target.is_dir()):
             inventory.excluded += _manifests_below(target) if target.is_dir() else 1
             continue
         problem = _named_link_problem(target, root)
