@@ -58,6 +58,8 @@ def file_size(text: str) -> int:
 
 def exclude_patterns(values: Sequence[str]) -> tuple[str, ...]:
     """``--exclude`` patterns, each checked before any work (``scanner.config.excludes``)."""
+    if not values:
+        return ()
     from scanner.config import excludes
 
     for value in values:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from scanner.config import excludes, validation
+from scanner.config import validation
 from scanner.config.validation import describe, line_of
 from scanner.config.values import AdminSubject, Config, Exemption, Require, RuleOverride
 from scanner.errors import ConfigError, printable
@@ -217,12 +217,20 @@ def _convert(
     )
     values["exemptions"] = tuple(_exemptions(spec.get("exemptions", ()), lines, shown, problems))
     values["exclude"] = tuple(spec.get("exclude", ()))
-    for index, pattern in enumerate(values["exclude"]):
+    _check_excludes(values["exclude"], lines, shown, problems)
+    return Config(**values)
+
+
+def _check_excludes(
+    patterns: Iterable[str], lines: LineMap, shown: str, problems: list[str]
+) -> None:
+    from scanner.config import excludes  # only a config with exclude patterns needs it
+
+    for index, pattern in enumerate(patterns):
         problem = excludes.check(pattern)
         if problem:
             line = line_of(lines, f"spec.exclude[{index}]")
             problems.append(f"{shown}:{line}: spec.exclude[{index}]: {pattern!r}: {problem}")
-    return Config(**values)
 
 
 def _require(section: Mapping[str, Any]) -> Require:

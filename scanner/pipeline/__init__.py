@@ -14,11 +14,10 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scanner import __version__
 from scanner.cel import Engine, get_engine
-from scanner.config import excludes
 from scanner.config import file as configfile
 from scanner.config.values import Config
 from scanner.errors import UsageError
@@ -57,6 +56,9 @@ from scanner.sources.files import (
 )
 from scanner.sources.rendered import RenderOptions, render_directories
 from scanner.sources.yaml.document import collector_paused, parse_plain
+
+if TYPE_CHECKING:
+    from scanner.config.excludes import PathGlob
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +171,14 @@ def not_manifests(
     paths the config's ``exclude`` and ``exclude`` (``--exclude``) match under ``root``.
     The config's patterns were checked when it loaded; a bad ``--exclude`` is a usage
     error."""
-    try:
-        patterns = excludes.compile_all([*config.exclude, *exclude])
-    except excludes.PatternError as error:
-        raise UsageError(f"--exclude {error}", hint="see docs/usage.md, --exclude") from None
+    patterns: Sequence[PathGlob] = ()
+    if config.exclude or exclude:
+        from scanner.config import excludes  # only a run with patterns needs them
+
+        try:
+            patterns = excludes.compile_all([*config.exclude, *exclude])
+        except excludes.PatternError as error:
+            raise UsageError(f"--exclude {error}", hint="see docs/usage.md, --exclude") from None
     return Excluded.of(
         [configfile.CONFIG_FILE_NAME], [config.source] if config.source else [], patterns, root
     )

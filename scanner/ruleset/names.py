@@ -9,7 +9,6 @@ Ids are matched in any case (``pg301``), as before; names too (they are lowercas
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -53,6 +52,8 @@ class RuleNames:
 
     def suggestion(self, text: str) -> str:
         """`` (did you mean X?)`` for the closest id or name, or ``""``."""
+        import difflib  # only when a rule is misspelt
+
         key = text.strip()
         candidates = {**{rule: rule for rule in self.ids}, **dict.fromkeys(self.by_name)}
         close = difflib.get_close_matches(key.upper(), [c.upper() for c in candidates], 1, 0.6)

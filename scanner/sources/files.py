@@ -33,14 +33,16 @@ import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Final, TextIO
 
-from scanner.config.excludes import PathGlob
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import jsonprobe, parallel
 from scanner.sources.rendered import MARKER_FILES, find_enclosing, read_markers, repository_of
 from scanner.sources.yaml.document import STDIN_URI, collector_paused, parse_stream
+
+if TYPE_CHECKING:
+    from scanner.config.excludes import PathGlob
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
