@@ -8,10 +8,11 @@ subprocess with its peak RSS; medians of the repeats. Then a one-file scan
 ``poolgate audit`` on generated snapshots once that command exists: the
 controllers shape (pods under controllers in the snapshot, sharing their
 templates: the budget line) and the worst case (every pod its own template,
-owners absent), both in the same run. Last, the pools x workloads shape: N GPU
+owners absent), both in the same run. Then the pools x workloads shape: N GPU
 NodePools with a Deployment pinned to each, whose cost must grow linearly in N;
 ``--against CHECKOUT`` times another checkout's poolgate on the same inputs,
-alternating with this one's.
+alternating with this one's. Last, a 10,000-finding HTML report: its size, and its
+load time in headless Chromium when one is installed (benchmarks/htmlreport.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.corpus import generate_corpus, write_corpus
 from benchmarks.emit import dump_stream
@@ -43,6 +44,9 @@ from benchmarks.measure import (
 )
 from benchmarks.pools import write_pools
 from benchmarks.snapshot import write_snapshot
+
+if TYPE_CHECKING:
+    from benchmarks.htmlreport import HtmlResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = (1_000, 10_000, 50_000)
@@ -173,9 +177,12 @@ class Report:
     against: str | None = None  # the other checkout of --against
     one_file: Measured | None = None
     one_file_cold: Measured | None = None
+    one_file_against: Measured | None = None
+    """The one-file scan with ``--against``'s checkout, alternating with this one's."""
     checkov: dict[str, Any] | None = None
     audit: list[AuditResult] | None = None  # None: not run (--no-audit)
     audit_unavailable: str | None = None  # why ``poolgate audit`` could not run
+    html: HtmlResult | None = None  # None: not run (--no-html)
     notes: list[str] = field(default_factory=list)
     failed: bool = False
 
@@ -401,6 +408,23 @@ def run_pools(args: argparse.Namespace, report: Report, say: Callable[..., None]
             say("")
 
 
+def _alternating(argv: list[str], args: argparse.Namespace) -> tuple[Measured, Measured]:
+    """``argv`` run in this checkout and in ``--against``'s, alternating, after one
+    untimed run in each (its bytecode and rule cache warm, as an installed poolgate's
+    are after its first run): the one-file scan's medians, side by side."""
+    mine, theirs = Measured(), Measured()
+    sides = ((mine, REPO_ROOT), (theirs, args.against))
+    for _, root in sides:
+        run_child(argv, cwd=root, timeout=args.timeout, env=args.env)
+    for _ in range(ONE_FILE_REPEATS):
+        for measured, root in sides:
+            if measured.error is None:
+                _record(
+                    measured, run_child(argv, cwd=root, timeout=args.timeout, env=args.env), SCAN_OK
+                )
+    return mine, theirs
+
+
 def run(args: argparse.Namespace, say: Callable[..., None] = print) -> Report:
     with tempfile.TemporaryDirectory(prefix="poolgate-bench-state-") as state:
         args.env = child_environment(Path(state) / "warm")
@@ -441,13 +465,35 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
             )
             # First run after installing: no bytecode, no rule cache. It warms them.
             report.one_file_cold = time_command(argv, 1, args.timeout, SCAN_OK, args.cold_env)
-            report.one_file = time_command(argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env)
+            if args.against is None:
+                report.one_file = time_command(
+                    argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env
+                )
+            else:
+                report.against = str(args.against)
+                report.one_file, report.one_file_against = _alternating(argv, args)
+                report.failed |= report.one_file_against.error is not None
             if report.one_file.error or report.one_file_cold.error:
                 report.failed = True
     if args.audit:
         run_audit(args, report, say)
     if scan_ok and args.pools:
         run_pools(args, report, say)
+    if args.html:
+        from benchmarks import htmlreport  # imports the scanner's reporters
+
+        say(f"  html report: {args.html_findings:,} findings")
+        with workdir(args.keep, "html-report") as work:
+            report.html = htmlreport.measure(
+                work / "report.html",
+                args.repeats,
+                args.html_findings,
+                args.seed,
+                against=args.against,
+                timeout=args.timeout,
+            )
+        report.failed |= (report.html.browser or "").startswith(("page errors", "failed"))
+        report.failed |= report.html.against is not None and not report.html.against.write
     report.machine["loadavg_end"] = _loadavg()
     return report
 
@@ -521,6 +567,13 @@ def format_report(report: Report) -> str:
             lines.append(
                 f"  first run after installing (no bytecode, no rule cache): {_s(cold.seconds)} s"
             )
+        theirs = report.one_file_against
+        if theirs is not None:
+            text = f"{_s(theirs.seconds)} s" if theirs.runs else f"FAILED ({theirs.error})"
+            lines.append(
+                f"  against {report.against}: {text}, alternating run by run; "
+                f"this/against {_ratio(one.seconds, theirs.seconds)}"
+            )
     ck = report.checkov
     if ck is None or not ck.get("available"):
         lines.append("checkov: not installed")
@@ -533,6 +586,7 @@ def format_report(report: Report) -> str:
         )
     lines += audit_lines(report)
     lines += pools_lines(report)
+    lines += _html_lines(report.html)
     for r in report.sizes:
         if r.poolgate.error:
             lines.append(f"poolgate scan failed on {r.objects:,} objects: {r.poolgate.error}")
@@ -541,6 +595,12 @@ def format_report(report: Report) -> str:
     lines += [f"note: {n}" for n in report.notes]
     lines += ["", BUDGET, "", "Verdict (this run):", *verdicts(report)]
     return "\n".join(lines)
+
+
+def _html_lines(result: HtmlResult | None) -> list[str]:
+    from benchmarks import htmlreport  # imports the scanner's reporters: only when asked
+
+    return htmlreport.lines(result)
 
 
 def audit_lines(report: Report) -> list[str]:
@@ -695,6 +755,8 @@ def to_json(report: Report) -> dict[str, Any]:
         data["one_file"]["median"] = report.one_file.seconds
     if report.one_file_cold is not None:
         data["one_file_cold"]["median"] = report.one_file_cold.seconds
+    if report.one_file_against is not None:
+        data["one_file_against"]["median"] = report.one_file_against.seconds
     for result, raw in zip(report.audit or [], data["audit"] or [], strict=True):
         raw["audit"]["median"] = result.audit.seconds
     for pools, raw in zip(report.pools or [], data["pools"] or [], strict=True):
@@ -768,14 +830,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--against",
         type=Path,
         metavar="CHECKOUT",
-        help="also time the pools x workloads scans with the poolgate of another checkout "
-        "(a directory holding scanner/), alternating with this one",
+        help="also time the one-file and pools x workloads scans and the HTML report with "
+        "the poolgate of another checkout (a directory holding scanner/), alternating with "
+        "this one",
     )
     parser.add_argument("--no-corpus", dest="corpus", action="store_false")
     parser.add_argument("--no-one-file", dest="one_file", action="store_false")
     parser.add_argument("--no-checkov", dest="checkov", action="store_false")
     parser.add_argument("--no-audit", dest="audit", action="store_false")
     parser.add_argument("--no-pools", dest="pools_run", action="store_false")
+    parser.add_argument("--no-html", dest="html", action="store_false")
+    parser.add_argument(
+        "--html-findings",
+        type=int,
+        default=10_000,
+        help="findings in the generated HTML report (default 10000)",
+    )
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else FULL_SIZES)

@@ -4,6 +4,7 @@ ones included), and what changed since a previous report (``--compare``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -81,7 +82,11 @@ def command(
     report, coverage = auditing.read_and_evaluate(
         ruleset, read, snapshot_file=snapshot_file, now=now, deadline=run_deadline
     )
-    report = pipeline.hide_below(replace(report, policy=record), reports.shown_from)
+    report = replace(report, policy=record)
+    if snapshot_file is not None and report.scanned is not None:
+        named = pipeline.shown_path(snapshot_file, Path.cwd())
+        report = replace(report, scanned=replace(report.scanned, snapshot=named))
+    report = pipeline.hide_below(report, reports.shown_from)
     changes = None
     if previous is not None and compare is not None:
         previous = drift.at_least(previous, reports.shown_from)

@@ -106,7 +106,7 @@ def write_reports(
     changes: Drift | None = None,
 ) -> None:
     """Write ``report`` to each destination as ``display`` says, with what changed since
-    a previous report (``audit --compare``) where the format can carry it."""
+    a previous report (``--compare``) where the format can carry it."""
     from scanner.reporters import output, writer_for
 
     for destination in destinations:

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from scanner import __version__
 from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
+from scanner.config.gitref import relative
 from scanner.config.values import Config
 from scanner.errors import UsageError
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
-from scanner.findings import baseline, suppress
+from scanner.findings import baseline, fleet, suppress
 from scanner.findings.records import (
     INCOMPLETE_RULES,
     Finding,
@@ -32,7 +33,7 @@ from scanner.findings.records import (
     Outcome,
     sort_findings,
 )
-from scanner.findings.report import Report, RunStats
+from scanner.findings.report import Report, RunStats, Scanned, report_time
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model, duplicates
 from scanner.model.cluster import ClusterScope
@@ -160,7 +161,23 @@ def scan_paths(
     if context:
         objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
-    return evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    scanned = Scanned(
+        paths=tuple(shown_path(path, root) for path in paths),
+        context_paths=tuple(shown_path(path, root) for path in context),
+    )
+    return replace(report, scanned=scanned)
+
+
+def shown_path(path: str, root: Path) -> str:
+    """A scanned path as reports name it: repository-relative inside the repository
+    (``.`` for its root), as given outside it and for ``-`` (standard input)."""
+    if path == "-":
+        return path
+    inside = relative(path, root)
+    if inside is None:
+        return path
+    return inside or "."
 
 
 def not_manifests(
@@ -320,6 +337,8 @@ def _evaluate_model(
             unfinished=evaluation.unfinished,
             excluded=inventory.excluded,
         ),
+        fleet=fleet.summarize(model.pools, model.namespaces),
+        generated_at=report_time(os.environ),
     )
 
 
