@@ -296,6 +296,8 @@ class Inventory:
     skipped: int = 0
     """Documents that parsed but are not Kubernetes objects (no apiVersion/kind)."""
     files: int = 0
+    excluded: int = 0
+    """Manifest files left out by the user's exclude patterns (never read)."""
 
     def extend(self, other: Inventory) -> None:
         self.objects.extend(other.objects)
@@ -304,6 +306,7 @@ class Inventory:
         self.warnings.extend(other.warnings)
         self.skipped += other.skipped
         self.files += other.files
+        self.excluded += other.excluded
 
     def reportable(self) -> Iterator[KubeObject]:
         """Objects findings may be reported on (not ``--context`` ones)."""

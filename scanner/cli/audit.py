@@ -108,8 +108,10 @@ def command(
     if snapshot_file is not None and report.scanned is not None:
         named = pipeline.shown_path(snapshot_file, Path.cwd())
         report = replace(report, scanned=replace(report.scanned, snapshot=named))
+    report = pipeline.hide_below(report, reports.shown_from)
     changes = None
     if previous is not None and compare is not None:
+        previous = drift.at_least(previous, reports.shown_from)
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
         changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
     writers: dict[str, Writer] = {}

@@ -63,5 +63,6 @@ def option_group(name: str, build: type[Any], options: Sequence[Decorator]) -> D
 
 
 def split_ids(values: Sequence[str]) -> list[str]:
-    """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
-    return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    """``--disable PG101,image-digest-pin --disable PG103`` -> rule ids or names, as
+    given (``scanner.ruleset.names`` resolves them)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]

@@ -20,7 +20,7 @@ HELP = "The rule catalog: list, show one, run the rule fixtures."
 
 LIST_HELP = "Every rule: id, level, name, summary."
 
-SHOW_HELP = "The full documentation of one rule."
+SHOW_HELP = "The full documentation of one rule, named by id (PG301) or name."
 
 TEST_HELP = """Run every rule's fixtures (default: fixtures/rules) and compare with their markers.
 
@@ -52,17 +52,22 @@ def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
 
 
 @command.command("show", help=SHOW_HELP)
-@click.argument("rule_id")
+@click.argument("rule_id", metavar="ID_OR_NAME")
 @rule_options
 def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     from scanner.ruleset import catalog
+    from scanner.ruleset.names import RuleNames
 
-    wanted = rule_id.strip().upper()
-    for rule in _all_rules(rule_dirs, cel_engine):
+    rules = _all_rules(rule_dirs, cel_engine)
+    names = RuleNames.of(rule.doc for rule in rules)
+    wanted = names.resolve(rule_id)
+    for rule in rules:
         if rule.id == wanted:
             echo(catalog.render_rule(rule), nl=False)
             return EXIT_OK
-    raise UsageError(f"no rule {rule_id}", hint="see `poolgate rules list`")
+    raise UsageError(
+        f"no rule {rule_id}{names.suggestion(rule_id)}", hint="see `poolgate rules list`"
+    )
 
 
 @command.command("test", help=TEST_HELP)

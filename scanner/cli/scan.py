@@ -56,6 +56,19 @@ def file_size(text: str) -> int:
     return int(digits) * scale
 
 
+def exclude_patterns(values: Sequence[str]) -> tuple[str, ...]:
+    """``--exclude`` patterns, each checked before any work (``scanner.config.excludes``)."""
+    if not values:
+        return ()
+    from scanner.config import excludes
+
+    for value in values:
+        problem = excludes.check(value)
+        if problem:
+            raise click.BadParameter(f"{value!r}: {problem}", param_hint="'--exclude'")
+    return tuple(values)
+
+
 @click.command("scan", help=HELP)
 @click.argument("paths", nargs=-1, required=True)
 @report_options
@@ -65,6 +78,14 @@ def file_size(text: str) -> int:
     help="Enable rule ids (repeatable, comma-separated); wins over the config.",
 )
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    callback=lambda _ctx, _param, values: exclude_patterns(values),
+    help="Leave out paths matching this gitignore-style glob, relative to the repository root "
+    "(repeatable; ** spans directories); added to the config's spec.exclude.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
 @click.option(
     "--max-file-size",
@@ -134,6 +155,7 @@ def command(
     reports: ReportOptions,
     enable: tuple[str, ...],
     disable: tuple[str, ...],
+    exclude: tuple[str, ...],
     verbose: bool,
     max_file_size: int,
     config_file: Path | None,
@@ -183,13 +205,19 @@ def command(
     )
     ruleset = pipeline.load_ruleset(options)
     report = pipeline.scan_paths(
-        paths, ruleset, context=context, render=render, max_file_size=max_file_size
+        paths,
+        ruleset,
+        context=context,
+        render=render,
+        max_file_size=max_file_size,
+        exclude=exclude,
     )
     report = replace(
         report,
         policy=chosen.record,
         notifications=[*chosen.notifications, *report.notifications],
     )
+    report = pipeline.hide_below(report, reports.shown_from)  # before the baseline records
     known = chosen.recorded
     if write_baseline is not None:
         known = _write_baseline(report, write_baseline)
@@ -197,6 +225,7 @@ def command(
         report = pipeline.apply_baseline(report, known)
     changes = None
     if previous is not None and compare is not None:
+        previous = drift.at_least(previous, reports.shown_from)  # out of view on both sides
         changes = _changes(report, previous, compare, {rule.id for rule in ruleset.rules})
     write_reports(report, destinations, reports.display(verbose), changes)
     return pipeline.exit_code(report, reports.fail_on)

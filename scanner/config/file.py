@@ -98,9 +98,15 @@ def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> Loaded
     return LoadedConfig(config, tuple(warnings), path, hashlib.sha256(data).hexdigest())
 
 
-def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any]]) -> None:
+def check_rule_overrides(
+    config: Config,
+    defaults: Mapping[str, Mapping[str, Any]],
+    suggestion: Callable[[str], str] = lambda _: "",
+) -> None:
     """Rule ids in ``spec.rules`` and ``spec.exemptions`` must name loaded rules
-    (``defaults``: rule id -> the params its file declares), and ``params`` may set
+    (``defaults``: rule id -> the params its file declares; names were turned into ids
+    already, and ``suggestion`` says `` (did you mean X?)`` for one that is not), and
+    ``params`` may set
     only parameters the rule declares, each of its default's type: a misspelt or
     mistyped parameter would otherwise leave the default in force unseen, or turn
     every evaluation of the rule into an error."""
@@ -109,7 +115,7 @@ def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any
     for rule_id, override in config.rules.items():
         where = f"{shown}:{override.line}: {join_path('spec.rules', rule_id)}"
         if rule_id not in defaults:
-            problems.append(f"{where}: unknown rule id {rule_id}")
+            problems.append(f"{where}: unknown rule id {rule_id}{suggestion(rule_id)}")
             continue
         declared = defaults[rule_id]
         for name, value in override.params.items():
@@ -123,7 +129,8 @@ def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any
                     f"{_type_name(declared[name])} ({json.dumps(declared[name])})"
                 )
     problems += [
-        f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id {exemption.rule}"
+        f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id "
+        f"{exemption.rule}{suggestion(exemption.rule)}"
         for index, exemption in enumerate(config.exemptions)
         if exemption.rule not in defaults
     ]
@@ -209,7 +216,21 @@ def _convert(
         _rule_dirs(spec.get("ruleDirs", ()), lines, shown, problems, rule_dir)
     )
     values["exemptions"] = tuple(_exemptions(spec.get("exemptions", ()), lines, shown, problems))
+    values["exclude"] = tuple(spec.get("exclude", ()))
+    _check_excludes(values["exclude"], lines, shown, problems)
     return Config(**values)
+
+
+def _check_excludes(
+    patterns: Iterable[str], lines: LineMap, shown: str, problems: list[str]
+) -> None:
+    from scanner.config import excludes  # only a config with exclude patterns needs it
+
+    for index, pattern in enumerate(patterns):
+        problem = excludes.check(pattern)
+        if problem:
+            line = line_of(lines, f"spec.exclude[{index}]")
+            problems.append(f"{shown}:{line}: spec.exclude[{index}]: {pattern!r}: {problem}")
 
 
 def _require(section: Mapping[str, Any]) -> Require:

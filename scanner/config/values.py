@@ -105,6 +105,9 @@ class Config:
     rule_dirs: tuple[str, ...] = ()
     """Absolute paths (the file gives them relative to itself)."""
     exemptions: tuple[Exemption, ...] = ()
+    exclude: tuple[str, ...] = ()
+    """Gitignore-style patterns of paths a scan leaves out, relative to the repository
+    root (``scanner.config.excludes``); each checked when the file loaded."""
     source: str = ""
     """The file this config came from; empty for built-in defaults."""
 

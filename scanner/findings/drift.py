@@ -107,6 +107,14 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
     ]
 
 
+def at_least(previous: Sequence[Mapping[str, Any]], level: Level) -> list[Mapping[str, Any]]:
+    """The previous findings at ``level`` or above (``--min-level``): those below are out
+    of tonight's view, so they are neither resolved nor unverified. An entry whose level
+    is not one poolgate writes is kept."""
+    names = {str(item): item for item in Level}
+    return [entry for entry in previous if names.get(str(entry.get("level")), Level.ERROR) >= level]
+
+
 Checked = Callable[[str, str], bool]
 """(rule id, object kind) -> whether tonight's audit could have reported it again."""
 Located = Callable[[str], bool]

@@ -27,14 +27,23 @@ findings in the run's deterministic order, indented by 2::
         "ruleErrors": 1,          # rules that could not be evaluated (run incomplete)
         "suppressed": 1,          # suppressed findings of any outcome
         "baselined": 0,           # left out: already in the --baseline file
+        "hidden": 0,              # left out: below --min-level
         "notifications": 1,
-        "files": 4, "objects": 12, "skippedDocuments": 0
+        "files": 4, "objects": 12, "skippedDocuments": 0,
+        "excluded": 0,            # files left out by --exclude / spec.exclude
+        "byRule": [               # the findings counted above, per rule and level,
+          {"ruleId": "PG301", "ruleName": "privileged-outside-operator",
+           "level": "error", "count": 2}       # most severe first, then by id
+        ]
       },
       "findings": [
         {
           "ruleId": "PG301",
+          "ruleName": "privileged-outside-operator",   # "" for a rule the run did not list
           "level": "error",                   # error | warning | note
           "message": "...",
+          "remediation": "...",               # the rule's; "" when not listed
+          "helpUri": "https://...",           # the rule's documentation; "" when not listed
           "outcome": "fail",                  # fail | error (rule could not run)
           "location": {"uri": "k8s/train.yaml", "line": 12, "column": 9,
                        "path": "spec.template.spec.containers[0].securityContext"},
@@ -85,7 +94,8 @@ from scanner.findings.records import (
     run_fingerprints,
 )
 from scanner.findings.report import Report
-from scanner.reporters.tally import tally
+from scanner.reporters.tally import by_rule, tally
+from scanner.ruleset.docs import RuleDoc
 
 SHAPE_VERSION = 1
 
@@ -115,6 +125,7 @@ def write(
     document.update(sections or {})
     text = json.dumps(document, indent=2, ensure_ascii=False)
     findings = report.findings
+    rules = _rules(report)
     if not findings:
         stream.write(text + "\n")
         return
@@ -126,7 +137,7 @@ def write(
     for start in range(0, len(findings), WRITE_BATCH):
         end = start + WRITE_BATCH
         items = ",\n".join(
-            _finding_text(_finding(finding, fingerprint), marks.get(finding.fingerprint))
+            _finding_text(_finding(finding, fingerprint, rules), marks.get(finding.fingerprint))
             for finding, fingerprint in zip(findings[start:end], prints[start:end], strict=True)
         )
         stream.write(items if start == 0 else ",\n" + items)
@@ -165,8 +176,11 @@ def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
     return (
         "    {\n"
         f'      "ruleId": {text(item["ruleId"])},\n'
+        f'      "ruleName": {text(item["ruleName"])},\n'
         f'      "level": {text(item["level"])},\n'
         f'      "message": {text(item["message"])},\n'
+        f'      "remediation": {text(item["remediation"])},\n'
+        f'      "helpUri": {text(item["helpUri"])},\n'
         f'      "outcome": {text(item["outcome"])},\n'
         '      "location": {\n'
         f'        "uri": {text(location["uri"])},\n'
@@ -191,11 +205,16 @@ def to_document(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data (for tests and other reporters)."""
     document = _document(report)
     prints = run_fingerprints(report.findings)
+    rules = _rules(report)
     document["findings"] = [
-        _finding(finding, fingerprint)
+        _finding(finding, fingerprint, rules)
         for finding, fingerprint in zip(report.findings, prints, strict=True)
     ]
     return document
+
+
+def _rules(report: Report) -> dict[str, RuleDoc]:
+    return {rule.id: rule for rule in report.rules}
 
 
 def _document(report: Report) -> dict[str, Any]:
@@ -214,10 +233,21 @@ def _document(report: Report) -> dict[str, Any]:
             "ruleErrors": counts.rule_errors,
             "suppressed": counts.suppressed,
             "baselined": report.stats.baselined,
+            "hidden": report.stats.hidden,
             "notifications": len(report.notifications),
             "files": report.stats.files,
             "objects": report.stats.objects,
             "skippedDocuments": report.stats.skipped_documents,
+            "excluded": report.stats.excluded,
+            "byRule": [
+                {
+                    "ruleId": row.rule_id,
+                    "ruleName": row.name,
+                    "level": str(row.level),
+                    "count": row.count,
+                }
+                for row in by_rule(report.findings, report.rules)
+            ],
         },
         "findings": [],
         "notifications": [_notification(item) for item in report.notifications],
@@ -225,13 +255,17 @@ def _document(report: Report) -> dict[str, Any]:
     }
 
 
-def _finding(finding: Finding, fingerprint: str) -> dict[str, Any]:
+def _finding(finding: Finding, fingerprint: str, rules: Mapping[str, RuleDoc]) -> dict[str, Any]:
     ref = finding.ref
     suppression = finding.suppression
+    rule = rules.get(finding.rule_id)
     return {
         "ruleId": finding.rule_id,
+        "ruleName": rule.name if rule is not None else "",
         "level": str(finding.level),
         "message": finding.message,
+        "remediation": rule.remediation if rule is not None else "",
+        "helpUri": rule.uri if rule is not None else "",
         "outcome": finding.outcome.value,
         "location": {
             "uri": finding.location.uri,
