@@ -58,6 +58,9 @@ the framework server KServe runs as ``kserve-container`` in the predictor pod.""
 KSERVE_EXPLAINER_CONTAINERS: tuple[str, ...] = ("art", "alibi", "aix")
 """KServe explainer fields that are one container each (``alibi``/``aix`` in older releases)."""
 
+KSERVE_ACCELERATOR_ANNOTATION = "serving.kserve.io/gke-accelerator"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
 INLINE_CONTAINER_NAME = "kserve-container"
 """The name of an inline container that names none (KServe calls its framework
 container ``kserve-container``)."""
@@ -83,6 +86,10 @@ class PodTemplate(NamedTuple):
     path: str
     metadata: Mapping[str, Any]
     container_fields: tuple[str, ...] = ()
+    gpu_node_selector: tuple[tuple[str, str], ...] = ()
+    """Node labels the operator's admission webhook adds to ``nodeSelector`` when a
+    container asks for ``nvidia.com/gpu`` in ``limits`` (KServe's accelerator
+    annotation)."""
 
 
 Extractor = Callable[[Mapping[str, Any]], Iterable[PodTemplate]]
@@ -261,7 +268,9 @@ def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
     explainer) *is* a pod spec with the pod's fields inlined; framework fields such
     as ``predictor.model`` are one container each. KServe copies the object's labels
     and annotations to the component pods, then the component's own ``labels`` and
-    ``annotations``."""
+    ``annotations``; its pod webhook turns the ``serving.kserve.io/gke-accelerator``
+    annotation of a pod whose containers ask for ``nvidia.com/gpu`` into a
+    nodeSelector on ``cloud.google.com/gke-accelerator``."""
     object_meta = as_mapping(body.get("metadata"))
     components: tuple[tuple[str, tuple[Key, ...], tuple[str, ...]], ...] = (
         ("predictor", ("spec", "predictor"), KSERVE_PREDICTOR_CONTAINERS),
@@ -282,7 +291,9 @@ def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
                 **as_mapping(own.get("annotations")),
             },
         }
-        yield PodTemplate(name, spec, _path(keys), meta, container_fields)
+        accelerator = meta["annotations"].get(KSERVE_ACCELERATOR_ANNOTATION)
+        selector = ((GKE_ACCELERATOR_LABEL, accelerator),) if isinstance(accelerator, str) else ()
+        yield PodTemplate(name, spec, _path(keys), meta, container_fields, selector)
 
 
 def _named(

@@ -75,7 +75,11 @@ class Workload(NamedTuple):
             template = deferred.template
             self.facts.update(
                 template_facts(
-                    template.spec, template.metadata, template.path, template.container_fields
+                    template.spec,
+                    template.metadata,
+                    template.path,
+                    template.container_fields,
+                    template.gpu_node_selector,
                 )
             )
             for join in deferred.joins:
@@ -172,6 +176,7 @@ def build_workloads(
                 template.path,
                 template=template.template,
                 container_fields=template.container_fields,
+                gpu_node_selector=template.gpu_node_selector,
                 dra=dra,
             )
         if top is not None:
@@ -223,16 +228,19 @@ def workload_facts(
     *,
     template: str = "",
     container_fields: tuple[str, ...] = (),
+    gpu_node_selector: tuple[tuple[str, str], ...] = (),
     dra: DraResolver | None = None,
 ) -> WorkloadFacts:
     """The CEL ``workload`` of one pod template (see the module docstring), before the
     model's joins.
 
     ``container_fields`` are pod-spec keys holding one container inline (KServe's
-    ``predictor.model``); ``dra`` resolves the pod's resource claims.
+    ``predictor.model``); ``gpu_node_selector`` what a webhook adds to the
+    ``nodeSelector`` of a pod asking for ``nvidia.com/gpu`` (``PodTemplate``);
+    ``dra`` resolves the pod's resource claims.
     """
     facts = instance_facts(obj, pod_spec, path, template, container_fields, dra)
-    facts.update(template_facts(pod_spec, pod_meta, path, container_fields))
+    facts.update(template_facts(pod_spec, pod_meta, path, container_fields, gpu_node_selector))
     return facts
 
 
@@ -241,10 +249,19 @@ def template_facts(
     pod_meta: Mapping[str, Any],
     path: str,
     container_fields: tuple[str, ...] = (),
+    gpu_node_selector: tuple[tuple[str, str], ...] = (),
 ) -> WorkloadFacts:
     """The facts of a pod template that are not instance facts."""
     containers = list(_containers(pod_spec, path, container_fields))
     gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]
+    selected = selected_labels(pod_spec)
+    if gpu_node_selector and any(
+        entry["name"] == "nvidia.com/gpu" and entry["hasLimit"]
+        for entry in gpu_resources
+        if entry["containerPath"] in _listed_containers(containers)
+    ):
+        for key, value in gpu_node_selector:
+            selected[key] = _narrowed(selected.get(key), [value])
     return {
         "podLabels": _string_map(pod_meta.get("labels")),
         "podAnnotations": _string_map(pod_meta.get("annotations")),
@@ -255,9 +272,15 @@ def template_facts(
         "serviceAccountName": _text(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
         ),
-        "selectedLabels": selected_labels(pod_spec),
+        "selectedLabels": selected,
         "tolerations": [t for t in _list(pod_spec.get("tolerations")) if is_mapping(t)],
     }
+
+
+def _listed_containers(containers: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Paths of the pod's main containers (``spec.containers`` and inline ones): the ones
+    KServe's webhook looks at."""
+    return {c["path"] for c in containers if c["type"] == "container"}
 
 
 def _phase(body: Mapping[str, Any]) -> object:
