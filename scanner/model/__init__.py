@@ -24,6 +24,7 @@ from scanner.model.nodes import build_nodes
 from scanner.model.podsecurity import attach_pod_security
 from scanner.model.policy import attach_runtime_classes, attach_signatures
 from scanner.model.pools import Pool, attach_targets, build_pools, other_nodes
+from scanner.model.providers import bottlerocket
 from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
 from scanner.model.running import attach_running
@@ -164,7 +165,7 @@ def build_model(
         invalid=invalid,
         nodes=nodes,
         pools=pools,
-        sharing_configs=sharing_configs,
+        sharing_configs=[*sharing_configs, *bottlerocket.sharing_configs(index)],
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),

@@ -431,7 +431,9 @@ _CLUSTER_POLICY = frozenset({"ClusterPolicy"})
 
 class SharingConfigFacts(TypedDict):
     """A device-plugin ConfigMap (``scanner.model.deviceplugin``); the ClusterPolicy says
-    which ConfigMaps those are, so every fact is read from it too."""
+    which ConfigMaps those are, so every fact is read from it too. Or the Bottlerocket
+    device-plugin settings of an EC2NodeClass that shares GPUs
+    (``scanner.model.providers.bottlerocket``): one entry, keyed by the settings table."""
 
     name: Annotated[str, fact("the ConfigMap's name", _CLUSTER_POLICY)]
     namespace: Annotated[str, fact("its namespace", _CLUSTER_POLICY)]
@@ -442,7 +444,8 @@ class SharingConfigFacts(TypedDict):
         list[dict[str, Any]],
         fact(
             "each data value as a config: `key`, `valid`, `error`, `mode`, `migStrategy`, "
-            "`resources`, their lines",
+            "`resources`, their lines, and how the config names its settings "
+            "(`renameSetting`, `renamePath`, `failPath`)",
             _CLUSTER_POLICY,
         ),
     ]
@@ -551,7 +554,7 @@ SUBJECT_KINDS: Final[Mapping[str, Kinds]] = {
     "node": POOL_KINDS,
     "pool": POOL_KINDS,
     "namespace": _NS,
-    "sharingConfig": frozenset({"ConfigMap"}),
+    "sharingConfig": frozenset({"ConfigMap", "EC2NodeClass"}),
     "cluster": _NONE,  # made up by the model (scanner.model.cluster): only joins
 }
 """Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``)."""

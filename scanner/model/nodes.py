@@ -89,6 +89,13 @@ def _declaration(
         facts["sharing"] = _combine(mig=bool(declared.mig_profile), shared=shared)
         if declared.mig_profile:
             facts["migProfiles"] = [declared.mig_profile]
+    if declared.replicas:  # settings its nodes boot with, not labels (Bottlerocket)
+        facts["replicas"] = declared.replicas
+    if declared.one_share:
+        facts["oneShare"] = True
+    if declared.rename_shared:
+        facts["renameShared"] = True
+        facts["advertises"] = ["nvidia.com/gpu.shared"]
     if facts["gke"]:
         facts["advertises"] = ["nvidia.com/gpu"]  # GKE exposes slices and shares as nvidia.com/gpu
     return facts
