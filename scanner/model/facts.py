@@ -195,16 +195,20 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         bool,
         instance(
             "a container requests or limits a GPU resource (a count of zero asks for "
-            "none), or a DRA claim asks for a GPU DeviceClass",
+            "none), a DRA claim asks for a GPU DeviceClass, or a KAI annotation a share",
             _DRA,
         ),
+    ]
+    gpuSharing: Annotated[
+        dict[str, str],
+        instance("how it shares its GPUs: `mode`, `by`, `path` (scanner.model.sharing)", _DRA),
     ]
     gpuViaDra: Annotated[bool, instance("a DRA claim asks for a GPU DeviceClass", _DRA)]
     draClaims: Annotated[
         list[dict[str, Any]],
         instance(
             "the pod's `resourceClaims`, each with `name`, `claimName`, `template`, "
-            "`found`, `deviceClasses`, `gpu`, `path`, `ref`",
+            "`found`, `deviceClasses`, `gpu`, `sharing` (`GpuConfig`), `path`, `ref`",
             _DRA,
         ),
     ]
@@ -283,8 +287,9 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         list[dict[str, Any]],
         fact(
             "the GPU pools its selection reaches: `pool`, `ref`, `decided`, `tolerated`, "
-            "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `migStrategies`, "
-            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod`",
+            "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `fractional`, "
+            "`migStrategies`, `advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, "
+            "`perPod` (scanner.model.pools)",
             _PLACED,
         ),
     ]
@@ -424,16 +429,17 @@ class PoolFacts(TypedDict):
         ),
     ]
     trustDomains: Annotated[list[str], fact("the known trust domains of its tenants", _PLACED)]
+    fractionalTrustDomains: Annotated[
+        list[str], fact("the known trust domains of its fractional tenants (KAI, HAMi)", _PLACED)
+    ]
 
 
 _CLUSTER_POLICY = frozenset({"ClusterPolicy"})
 
 
 class SharingConfigFacts(TypedDict):
-    """A device-plugin ConfigMap (``scanner.model.deviceplugin``); the ClusterPolicy says
-    which ConfigMaps those are, so every fact is read from it too. Or the Bottlerocket
-    device-plugin settings of an EC2NodeClass that shares GPUs
-    (``scanner.model.providers.bottlerocket``): one entry, keyed by the settings table."""
+    """A device-plugin ConfigMap (``scanner.model.deviceplugin``; ClusterPolicy names it),
+    or an EC2NodeClass whose Bottlerocket settings share GPUs (``providers.bottlerocket``)."""
 
     name: Annotated[str, fact("the ConfigMap's name", _CLUSTER_POLICY)]
     namespace: Annotated[str, fact("its namespace", _CLUSTER_POLICY)]
@@ -444,8 +450,7 @@ class SharingConfigFacts(TypedDict):
         list[dict[str, Any]],
         fact(
             "each data value as a config: `key`, `valid`, `error`, `mode`, `migStrategy`, "
-            "`resources`, their lines, and how the config names its settings "
-            "(`renameSetting`, `renamePath`, `failPath`)",
+            "`resources`, their lines, `renameSetting`, `renamePath`, `failPath`",
             _CLUSTER_POLICY,
         ),
     ]

@@ -35,6 +35,7 @@ from scanner.model.facts import WorkloadFacts, table
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import is_zero, positive_count
 from scanner.model.selectors import label_value
+from scanner.model.sharing import gpu_sharing
 from scanner.model.targeting import required_terms
 
 GPU_RESOURCE = re.compile(
@@ -165,7 +166,13 @@ def build_workloads(
         deferred = None
         if top is not None and later is not None:
             facts = instance_facts(
-                obj, template.spec, template.path, template.template, template.container_fields, dra
+                obj,
+                template.spec,
+                template.path,
+                template.template,
+                template.container_fields,
+                dra,
+                template.metadata,
             )
             deferred = Deferred(template, later)
         else:
@@ -196,12 +203,18 @@ def instance_facts(
     template: str = "",
     container_fields: tuple[str, ...] = (),
     dra: DraResolver | None = None,
+    pod_meta: Mapping[str, Any] | None = None,
 ) -> WorkloadFacts:
-    """The facts every workload gets at once (see the module docstring)."""
+    """The facts every workload gets at once (see the module docstring). ``pod_meta``:
+    the pod template's metadata (a Pod's own when None)."""
     ref = obj.ref  # the identity, read once
     namespace = ref.namespace
     dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
     gpu_via_dra = bool(dra_claims) and any(claim["gpu"] for claim in dra_claims)
+    uses_gpu = gpu_via_dra or _uses_gpu(pod_spec, container_fields)
+    sharing = gpu_sharing(
+        pod_spec, obj.metadata if pod_meta is None else pod_meta, path, uses_gpu, dra_claims
+    )
     return {
         "apiVersion": ref.api_version,
         "kind": ref.kind,
@@ -211,8 +224,9 @@ def instance_facts(
         "template": template,
         "podSpec": pod_spec,
         "podSpecPath": path,
-        "gpu": gpu_via_dra or _uses_gpu(pod_spec, container_fields),
+        "gpu": uses_gpu or sharing["mode"] == "fractional",
         "gpuViaDra": gpu_via_dra,
+        "gpuSharing": sharing,
         "draClaims": dra_claims,
         "pending": ref.kind == "Pod" and _phase(obj.body) == "Pending",
         "controlled": False,  # build_workloads sets them from scanner.model.controllers
@@ -239,7 +253,7 @@ def workload_facts(
     ``nodeSelector`` of a pod asking for ``nvidia.com/gpu`` (``PodTemplate``);
     ``dra`` resolves the pod's resource claims.
     """
-    facts = instance_facts(obj, pod_spec, path, template, container_fields, dra)
+    facts = instance_facts(obj, pod_spec, path, template, container_fields, dra, pod_meta)
     facts.update(template_facts(pod_spec, pod_meta, path, container_fields, gpu_node_selector))
     return facts
 
