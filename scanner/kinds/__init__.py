@@ -326,7 +326,7 @@ def _volcano_job(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
 
 
 def _spec_template(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
-    """One ``spec.template`` (Argo Rollout, Kubeflow Notebook, Knative Service)."""
+    """One ``spec.template`` (Argo Rollout, Kubeflow Notebook)."""
     yield from _template_at(body, ("spec", "template"), "")
 
 
@@ -379,7 +379,6 @@ def _entries() -> tuple[WorkloadKind, ...]:
         WorkloadKind("LLMInferenceService", "serving.kserve.io", _llm_inference_service),
         WorkloadKind("Rollout", "argoproj.io", _spec_template),
         WorkloadKind("Job", "batch.volcano.sh", _volcano_job),
-        WorkloadKind("Service", "serving.knative.dev", _spec_template),
     ]
     return tuple(kinds)
 

@@ -167,7 +167,6 @@ CRDS: tuple[Resource, ...] = (
         since=3,
     ),
     _r("Job", "batch.volcano.sh", "v1alpha1", "jobs", True, since=3),
-    _r("Service", "serving.knative.dev", "v1", "services", True, since=3),
     # Kueue's queues and flavors: where a queued workload goes (scanner.model.queues).
     _r("LocalQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "localqueues", True, since=2),
     _r("ClusterQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "clusterqueues", False, since=2),

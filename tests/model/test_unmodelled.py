@@ -193,3 +193,31 @@ def test_the_walk_is_bounded_and_an_object_it_could_not_finish_is_reported() -> 
         assert result is not None and not result.complete
         [warning] = unchecked_pod_specs([obj(body)])
         assert "was not searched for pods and GPU requests to its end" in warning.message
+
+
+def test_a_knative_service_asking_for_a_gpu_is_warned_about() -> None:
+    """Knative's Service is not modelled (its kind name is core Service's, and rules
+    name kinds without groups), so its GPU pods get the warning."""
+    service = {
+        "apiVersion": "serving.knative.dev/v1",
+        "kind": "Service",
+        "metadata": {"name": "whisper", "namespace": "team-a"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "image": "ghcr.io/acme/whisper:1",
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    [warning] = unchecked_pod_specs([obj(service)])
+    assert warning.message == (
+        "GPU workload not checked: Service whisper (serving.knative.dev/v1) asks for "
+        "nvidia.com/gpu at spec.template.spec.containers[0], and poolgate does not model "
+        "this kind"
+    )
