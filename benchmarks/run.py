@@ -2,7 +2,7 @@
 
 For each corpus size it generates the corpus into a temporary directory and,
 in the same run, measures the read floor, the libyaml compose floor (the
-baseline of DESIGN.md's performance budget) and ``poolgate scan`` as a
+baseline of the performance budget, docs/performance.md) and ``poolgate scan`` as a
 subprocess with its peak RSS; medians of the repeats. Then a one-file scan
 (the pre-commit path), Checkov on 1,000 objects when it is installed, and
 ``poolgate audit`` on generated snapshots once that command exists: the
@@ -49,13 +49,14 @@ FULL_SIZES = (1_000, 10_000, 50_000)
 QUICK_SIZES = (1_000, 2_000)
 FULL_REPEATS = 3
 QUICK_REPEATS = 2
-FULL_SNAPSHOT = (5_000, 100_000)  # nodes, pods: DESIGN.md's budget line
+FULL_SNAPSHOT = (5_000, 100_000)  # nodes, pods: the budget's snapshot line
 QUICK_SNAPSHOT = (500, 10_000)
 AUDIT_BUDGET_SECONDS = 15
 AUDIT_BUDGET_GIB = 2
-DESIGN_COMPOSE_SECONDS = (2.4, 2.8)
-"""libyaml's compose of the 10,000-object corpus on the machine DESIGN.md's budget was
-set on: the snapshot's 15 s is 5.4-6.25 times that, a ratio any host can measure."""
+REFERENCE_COMPOSE_SECONDS = (2.4, 2.8)
+"""libyaml's compose of the 10,000-object corpus on the machine the budget was set on
+(docs/performance.md): the snapshot's 15 s is 5.4-6.25 times that, a ratio any host
+can measure."""
 # Snapshot shapes (benchmarks/snapshot.py), in the order they are measured.
 SHAPES = {
     "controllers": "controllers, pods share their templates",
@@ -69,7 +70,7 @@ SCAN_OK = (0, 1)  # 1 = findings; anything else is a failure
 MARKER = ".poolgate-benchmark"  # marks --keep directories this runner may replace
 
 BUDGET = """\
-Budget (DESIGN.md, 2-core machine):
+Budget (docs/performance.md, 2-core machine):
   10,000-object corpus   <= 1.5x libyaml compose of the same files, same run (stretch <= 1.5 s)
   snapshot 5k nodes/100k pods  <= 15 s wall, <= 2 GB peak (stretch <= 8 s); judged on the
                          controllers shape, the worst case shown beside it
@@ -637,11 +638,11 @@ def verdicts(report: Report) -> list[str]:
                 judge("snapshot 5k nodes + 100k pods, peak memory", gib, AUDIT_BUDGET_GIB, " GiB")
             compose = next((r.libyaml.seconds for r in report.sizes if r.objects == 10_000), None)
             if compose:
-                low, high = (AUDIT_BUDGET_SECONDS / s for s in reversed(DESIGN_COMPOSE_SECONDS))
+                low, high = (AUDIT_BUDGET_SECONDS / s for s in reversed(REFERENCE_COMPOSE_SECONDS))
                 found.append(
                     "  snapshot 5k nodes + 100k pods, wall / libyaml compose of 10,000 objects "
                     f"(same run, any host; no verdict): {seconds / compose:.2f}x, where the "
-                    f"budget on DESIGN.md's machine is {low:.2f}-{high:.2f}x"
+                    f"budget on its reference machine is {low:.2f}-{high:.2f}x"
                 )
         else:  # the worst case: how far it is from the budget, without a verdict
             found.append(
@@ -735,7 +736,7 @@ def _shapes(text: str) -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Measure poolgate against the read and libyaml floors (DESIGN.md budget).",
+        description="Measure poolgate against the read and libyaml floors (docs/performance.md).",
     )
     parser.add_argument(
         "--quick", action="store_true", help="sizes 1,000 and 2,000, 2 repeats, snapshots 500x10000"

@@ -108,7 +108,7 @@ def test_snapshot_shape_option() -> None:
 
 
 def test_the_snapshot_as_a_ratio_to_compose_when_both_ran() -> None:
-    """The snapshot budget is seconds on DESIGN.md's machine; beside it, the ratio to
+    """The snapshot budget is seconds on its reference machine; beside it, the ratio to
     libyaml's compose of the 10,000-object corpus in the same run, which a faster or
     slower host does not change (that machine composed it in 2.4-2.8 s)."""
     report = Report(machine={}, sizes=[size(10_000, 2.0, 2.9)])
@@ -116,7 +116,7 @@ def test_the_snapshot_as_a_ratio_to_compose_when_both_ran() -> None:
     lines = verdicts(report)
     assert lines[-1] == (
         "  snapshot 5k nodes + 100k pods, wall / libyaml compose of 10,000 objects "
-        "(same run, any host; no verdict): 5.25x, where the budget on DESIGN.md's "
+        "(same run, any host; no verdict): 5.25x, where the budget on its reference "
         "machine is 5.36-6.25x"
     )
     report.sizes = [size(1_000, 0.2, 0.5)]  # no 10,000-object compose: no ratio
