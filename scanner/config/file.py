@@ -187,6 +187,7 @@ def _convert(
         ("operatorNamespaces", "operator_namespaces"),
         ("systemNamespaces", "system_namespaces"),
         ("poolLabels", "pool_labels"),
+        ("skuLabels", "sku_labels"),
         ("workloadIdentityKeys", "workload_identity_keys"),
         ("workloadIdentityAccounts", "workload_identity_accounts"),
     ):

@@ -59,6 +59,7 @@ def default_text() -> str:
         "systemNamespaces": list(config.system_namespaces),
         "trustDomainLabel": config.trust_domain_label,
         "skuLabel": config.sku_label,
+        "skuLabels": list(config.sku_labels),
         "poolLabels": list(config.pool_labels),
         "extendedResourceToleration": config.extended_resource_toleration,
         "workloadIdentityKeys": list(config.workload_identity_keys),

@@ -17,7 +17,7 @@
   - ``runtimeClass``: an expression of its ``validations`` or ``variables`` names
     ``runtimeClassName`` (a field, or a string constant such as a key test);
   - ``sku``: those expressions name ``nodeSelector`` or ``nodeAffinity`` and a SKU or
-    pool label key (config ``skuLabel``, ``poolLabels``), as a string constant
+    pool label key (config ``skuLabel``, ``skuLabels``, ``poolLabels``), as a string constant
     (``'sku'``) or a field (``.sku``);
   - ``failurePolicy``: ``Fail`` (the default) or ``Ignore``;
   - ``bindings``: the ValidatingAdmissionPolicyBindings whose ``policyName`` is
@@ -170,7 +170,9 @@ def _names(expressions: Iterable[str]) -> frozenset[str]:
 
 def _label_keys(config: Config) -> frozenset[str]:
     """The SKU and pool label keys a policy may test."""
-    return frozenset(key for key in (config.sku_label, *config.pool_labels) if key)
+    return frozenset(
+        key for key in (config.sku_label, *config.sku_labels, *config.pool_labels) if key
+    )
 
 
 def _strings(value: object) -> list[str]:

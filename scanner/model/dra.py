@@ -77,9 +77,13 @@ class _Claim:
     device_classes: tuple[str, ...]
     gpu: bool
     ref: str
+    sharing: str = ""
 
 
 _MISSING = _Claim(found=False, device_classes=(), gpu=False, ref="")
+
+_STRATEGIES: Final = {"TimeSlicing": "time-slicing", "MPS": "mps"}
+"""The NVIDIA DRA driver's ``GpuConfig.sharing.strategy`` values, as sharing modes."""
 
 
 class DraResolver:
@@ -99,8 +103,9 @@ class DraResolver:
         ``resources.claims``), ``claimName`` (the ResourceClaim or
         ResourceClaimTemplate it references), ``template`` (True for a template),
         ``found`` (the object is in the scan), ``deviceClasses`` (the DeviceClass
-        names its requests use), ``gpu``, ``path`` (``spec.resourceClaims[0]``) and
-        ``ref`` (``namespace/Kind/name`` of the claim object, ``""`` when not found).
+        names its requests use), ``gpu``, ``sharing`` (``claim_sharing``), ``path``
+        (``spec.resourceClaims[0]``) and ``ref`` (``namespace/Kind/name`` of the claim
+        object, ``""`` when not found).
         """
         facts: list[dict[str, Any]] = []
         entries = pod_spec.get("resourceClaims")
@@ -121,6 +126,7 @@ class DraResolver:
                     "found": claim.found,
                     "deviceClasses": list(claim.device_classes),
                     "gpu": claim.gpu,
+                    "sharing": claim.sharing,
                     "path": join_path(list_path, index),
                     "ref": claim.ref,
                 }
@@ -140,7 +146,7 @@ class DraResolver:
                     spec = spec.get("spec") if isinstance(spec, Mapping) else None
                 classes = tuple(dict.fromkeys(_device_class_names(spec)))
                 gpu = any(self.is_gpu_class(name) for name in classes)
-                cached = _Claim(True, classes, gpu, obj.ref.logical_name)
+                cached = _Claim(True, classes, gpu, obj.ref.logical_name, claim_sharing(spec))
             self._claims[key] = cached
         return cached
 
@@ -220,6 +226,26 @@ def _device_class_names(claim_spec: object) -> Iterator[str]:
             name = alternative.get("deviceClassName")
             if isinstance(name, str) and name:
                 yield name
+
+
+def claim_sharing(claim_spec: object) -> str:
+    """How the NVIDIA DRA driver shares the GPUs of a claim: the ``sharing.strategy`` of
+    a ``GpuConfig`` (or ``MigDeviceConfig``) among the claim's opaque ``devices.config``
+    for driver ``gpu.nvidia.com`` (``TimeSlicing`` -> ``time-slicing``, ``MPS`` ->
+    ``mps``); ``""`` when it sets none. The containers and pods that share the claim
+    share its GPUs: all in the claim's namespace."""
+    devices = claim_spec.get("devices") if isinstance(claim_spec, Mapping) else None
+    configs = devices.get("config") if isinstance(devices, Mapping) else None
+    for _, config in _enumerate(configs):
+        opaque = config.get("opaque")
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != GPU_DRIVER:
+            continue
+        parameters = opaque.get("parameters")
+        sharing = parameters.get("sharing") if isinstance(parameters, Mapping) else None
+        strategy = sharing.get("strategy") if isinstance(sharing, Mapping) else None
+        if isinstance(strategy, str) and strategy in _STRATEGIES:
+            return _STRATEGIES[strategy]
+    return ""
 
 
 def _enumerate(value: object) -> Iterator[tuple[int, Mapping[str, Any]]]:

@@ -22,8 +22,9 @@ from typing import Any, Final, NamedTuple
 from scanner.config.values import Config
 from scanner.inventory import LIVE, KubeObject
 from scanner.model.capacity import SHARED_MODES, largest
-from scanner.model.facts import NodeFacts, PoolFacts, Tenant, WorkloadFacts
+from scanner.model.facts import NodeFacts, PoolFacts, WorkloadFacts
 from scanner.model.labelindex import LabelIndex
+from scanner.model.records import Tenant
 from scanner.model.targeting import InScope, required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 
@@ -77,6 +78,7 @@ def _pool(name: str, members: list[tuple[KubeObject, NodeFacts]]) -> Pool:
         "skus": sorted({member["sku"] for _, member in members if member["sku"]}),
         "tenants": [],
         "trustDomains": [],
+        "fractionalTrustDomains": [],
     }
     return Pool(members[0][0], facts, tuple(members))
 
@@ -145,6 +147,7 @@ def attach_targets(
         else:  # instance facts (INSTANCE_FACTS); the targets come with the rest
             targeting.place(workload.facts)
     tenants: dict[str, dict[str, Tenant]] = {pool.facts["name"]: {} for pool in pools}
+    fractional: dict[str, set[str]] = {pool.facts["name"]: set() for pool in pools}
     for workload in complete:
         facts = workload.facts
         targeting.target(facts)
@@ -152,6 +155,8 @@ def attach_targets(
             continue
         for target in facts["targets"]:
             if target["tolerated"] and target["decided"]:
+                if target.get("fractional") and facts["namespace"] in trust_domain:
+                    fractional[target["pool"]].add(facts["trustDomain"])
                 tenant = tenants[target["pool"]].setdefault(
                     facts["namespace"],
                     {
@@ -170,6 +175,7 @@ def attach_targets(
         pool.facts["trustDomains"] = sorted(
             {t["trustDomain"] for t in pool.facts["tenants"] if t["namespace"] in trust_domain}
         )
+        pool.facts["fractionalTrustDomains"] = sorted(fractional[pool.facts["name"]])
     targeting.finish()
     for workload in complete:
         workload.facts["diagnosis"] = diagnose(workload.facts)
@@ -263,7 +269,8 @@ class _Targeting:
         if not facts["gpu"] or not facts["poolsKnown"] or facts.get("queuedPlacement"):
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
-        key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
+        is_fractional = facts["gpuSharing"]["mode"] == "fractional"
+        key = _selection_key(facts["podSpec"], facts["tolerations"], requested, is_fractional)
         targets = self.computed.get(key)
         if targets is None:
             keys = _selection_keys(facts["podSpec"])
@@ -277,6 +284,8 @@ class _Targeting:
             if len(targets) == 1:
                 # The one pool the selection may reach: if it runs, it runs there.
                 targets[0]["decided"] = True
+            for target in targets:
+                target["fractional"] = is_fractional
             if self.finished:
                 self._pool_facts(targets)
         facts["targets"] = targets
@@ -303,8 +312,15 @@ class _Targeting:
     def _pool_facts(self, targets: list[dict[str, Any]]) -> None:
         for target in targets:
             pool_facts = self.pools[target["pool"]]
-            target["trustDomains"] = pool_facts["trustDomains"]
-            target["shared"] = pool_facts["shared"]
+            if target["fractional"] and not pool_facts["shared"]:
+                # Fractional tenants share GPUs with each other, whatever the pool
+                # does for whole-GPU tenants.
+                target["trustDomains"] = pool_facts["fractionalTrustDomains"]
+                target["shared"] = bool(pool_facts["fractionalTrustDomains"])
+                target["sharing"] = "fractional"
+            else:
+                target["trustDomains"] = pool_facts["trustDomains"]
+                target["shared"] = pool_facts["shared"]
 
 
 def _group_name(group: Others, obj: KubeObject) -> str:
@@ -412,7 +428,10 @@ class _PoolIndex:
 
 
 def _selection_key(
-    pod_spec: Mapping[str, Any], tolerations: object, requested: Sequence[str]
+    pod_spec: Mapping[str, Any],
+    tolerations: object,
+    requested: Sequence[str],
+    fractional: bool = False,
 ) -> str:
     affinity = pod_spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
@@ -422,7 +441,7 @@ def _selection_key(
         else None
     )
     return json.dumps(
-        [pod_spec.get("nodeSelector"), required, tolerations, list(requested)],
+        [pod_spec.get("nodeSelector"), required, tolerations, list(requested), fractional],
         sort_keys=True,
         default=str,
     )

@@ -482,3 +482,28 @@ def test_paths_under_different_configs_are_warned_about(tmp_path: Path) -> None:
     [warning] = mixed.warnings
     assert "fall under different configs (no file besides" in warning
     assert "applies to all of them; give --config" in warning
+
+
+def test_sku_labels_replace_the_providers_defaults_and_sku_label_always_counts(
+    tmp_path: Path,
+) -> None:
+    """Issue 24, item 6: PG104 accepts a selection on any SKU-bearing label."""
+    defaults = Config().cel_view()["skuLabels"]
+    assert defaults[0] == "sku"
+    assert {"cloud.google.com/gke-accelerator", "nvidia.com/gpu.product"} <= set(defaults)
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER + "spec:\n  skuLabel: acme.io/gpu\n  skuLabels: [acme.io/model, acme.io/gpu]\n",
+    )
+    config = configfile.load(path).config
+    assert config.sku_labels == ("acme.io/model", "acme.io/gpu")
+    assert config.cel_view()["skuLabels"] == ["acme.io/gpu", "acme.io/model"]
+    for bad, expected in (
+        ("skuLabels: acme.io/model", "spec.skuLabels"),
+        ("skuLabels: ['']", "spec.skuLabels[0]"),
+        ("skuLabels: [a, a]", "spec.skuLabels"),
+    ):
+        path = write(tmp_path / "bad.yaml", HEADER + f"spec:\n  {bad}\n")
+        with pytest.raises(ConfigError) as caught:
+            configfile.load(path)
+        assert expected in str(caught.value), str(caught.value)

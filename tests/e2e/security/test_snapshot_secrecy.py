@@ -148,15 +148,17 @@ def test_a_rule_that_reads_env_values_keeps_them_or_does_not_run(
     assert not [f for f in document["findings"] if f["ruleId"] == "ACME701"]
     env, annotation = document["notifications"]
     assert env["message"].startswith(
-        "the snapshot left out the literal values of container env entries of CronJob, "
+        "the snapshot left out the literal values of container env entries of "
+        "ClusterTrainingRuntime, CronJob, "
     )
     assert annotation["message"].startswith(
         "the snapshot left out the kubectl.kubernetes.io/last-applied-configuration "
-        "annotation of CronJob, "
+        "annotation of ClusterTrainingRuntime, CronJob, "
     )
+    more = len(WORKLOAD_KINDS) - 8  # the workload kinds (ACME701 reads workloads), eight named
     for note in (env, annotation):
         assert note["level"] == "error"
-        assert " and 11 more (the rules it was taken with do not read them)" in note["message"]
+        assert f" and {more} more (the rules it was taken with do not read them)" in note["message"]
         assert "rules that may read them did not run: ACME701;" in note["message"]
 
 
