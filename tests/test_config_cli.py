@@ -58,15 +58,16 @@ def test_validate_reports_problems_with_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_validate_checks_rule_ids_and_warns_about_unknown_keys_and_stale_exemptions(
+def test_validate_checks_rule_ids_and_refuses_unknown_keys_and_warns_of_stale_exemptions(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(HEADER + "spec:\n  colour: blue\n  rules:\n    PG501: {level: note}\n")
     result = poolgate("config", "validate", str(config))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == f"ok: {config}\n"
-    assert f"poolgate: warning: {config}:4: unknown key spec.colour (ignored)" in result.stderr
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"poolgate: error: {config}:4: unknown key spec.colour\n"
+    config.write_text(HEADER + "spec:\n  rules:\n    PG501: {level: note}\n")
+    assert poolgate("config", "validate", str(config)).stdout == f"ok: {config}\n"
 
     config.write_text(HEADER + "spec:\n  rules:\n    PG9999: {level: note}\n")
     unknown = poolgate("config", "validate", str(config))
@@ -154,10 +155,11 @@ def test_scan_with_a_broken_config_fails_before_scanning(tmp_path: Path) -> None
     assert "poolgate: error: .poolgate.yaml:4: spec.skuLabel: expected a string" in result.stderr
 
     (tmp_path / ".poolgate.yaml").write_text(HEADER + "spec:\n  skuLabel: gpu\n  extra: 1\n")
-    warned = poolgate("scan", "w.yaml", cwd=tmp_path)
-    assert warned.returncode == 0, warned.stderr
+    incomplete = poolgate("scan", "w.yaml", cwd=tmp_path)
+    assert (incomplete.returncode, incomplete.stderr) == (3, "")
     assert (
-        warned.stderr == "poolgate: warning: .poolgate.yaml:5: unknown key spec.extra (ignored)\n"
+        "poolgate: error: .poolgate.yaml:5: unknown key spec.extra (the run went on without it)\n"
+        in incomplete.stdout
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from scanner.cli.cluster import ClusterOptions, cluster_options, load_ruleset, read_live
+from scanner.cli.options import color_option
 from scanner.cli.reports import ReportOptions, report_options, write_reports
 from scanner.errors import UsageError
 
@@ -47,6 +48,7 @@ rules that could not run, and the exit code is 3 when nothing else failed.
 )
 @report_options
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped items.")
+@color_option
 @cluster_options
 def command(
     snapshot_file: str | None,
@@ -70,7 +72,7 @@ def command(
         raise UsageError("--snapshot and --kubeconfig exclude each other")
     previous = drift.load_previous(compare) if compare is not None else None
     now = _time(now_text)
-    ruleset, record = load_ruleset(cluster)
+    ruleset, chosen = load_ruleset(cluster)
 
     def read() -> Capture:
         if snapshot_file is not None:
@@ -81,7 +83,11 @@ def command(
     report, coverage = auditing.read_and_evaluate(
         ruleset, read, snapshot_file=snapshot_file, now=now, deadline=run_deadline
     )
-    report = replace(report, policy=record)
+    report = replace(
+        report,
+        policy=chosen.record,
+        notifications=[*chosen.notifications, *report.notifications],
+    )
     changes = None
     if previous is not None and compare is not None:
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from scanner.cli.exits import EXIT_FINDINGS, EXIT_OK
-from scanner.cli.options import rule_options
+from scanner.cli.options import color_option, rule_options
 from scanner.console import echo
 from scanner.errors import UsageError
 
@@ -43,6 +43,7 @@ def command() -> None:
     show_default=True,
     help="markdown writes the rule reference (docs/rules.md).",
 )
+@color_option
 @rule_options
 def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     from scanner.ruleset import catalog
@@ -53,6 +54,7 @@ def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
 
 @command.command("show", help=SHOW_HELP)
 @click.argument("rule_id")
+@color_option
 @rule_options
 def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     from scanner.ruleset import catalog
@@ -70,6 +72,7 @@ def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> in
     "fixtures", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path)
 )
 @click.option("--verbose", "-v", is_flag=True, help="Show every fixture file.")
+@color_option
 @rule_options
 def rules_test(
     fixtures: Path | None, verbose: bool, rule_dirs: tuple[Path, ...], cel_engine: str
@@ -87,8 +90,12 @@ def rules_test(
             hint="give the fixtures directory: poolgate rules test DIR",
         )
     results = ruletest.run(root, ruleset)
-    echo(ruletest.render(results, verbose), nl=False)
-    return EXIT_OK if results and all(result.ok for result in results) else EXIT_FINDINGS
+    passed = bool(results) and all(result.ok for result in results)
+    lines = ruletest.render(results, verbose).splitlines()
+    for line in lines[:-1]:
+        echo(line, style="error" if line.startswith("FAIL") else "ok")
+    echo(lines[-1], style="ok" if passed else "error")  # the summary
+    return EXIT_OK if passed else EXIT_FINDINGS
 
 
 def _all_rules(rule_dirs: Sequence[Path], cel_engine: str) -> list[Rule]:

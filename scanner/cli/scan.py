@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 import click
 
 from scanner import __version__, console
-from scanner.cli.options import rule_options, split_ids
+from scanner.cli.options import color_option, rule_options, split_ids
 from scanner.cli.reports import ReportOptions, report_options, write_reports
 from scanner.errors import UsageError
 
@@ -66,6 +66,7 @@ def file_size(text: str) -> int:
 )
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
+@color_option
 @click.option(
     "--max-file-size",
     default="10MiB",
@@ -80,9 +81,17 @@ def file_size(text: str) -> int:
     help="Configuration file (default: .poolgate.yaml found upward from the first path).",
 )
 @click.option(
-    "--context",
+    "--context-path",
+    "context_paths",
     multiple=True,
     help="File or directory of objects used for joins but not reported on (repeatable).",
+)
+@click.option(
+    "--context",
+    "old_context",
+    multiple=True,
+    hidden=True,
+    help="Deprecated: --context-path (audit's --context is a kubeconfig context, as in kubectl).",
 )
 @click.option(
     "--baseline",
@@ -132,7 +141,8 @@ def command(
     verbose: bool,
     max_file_size: int,
     config_file: Path | None,
-    context: tuple[str, ...],
+    context_paths: tuple[str, ...],
+    old_context: tuple[str, ...],
     baseline_file: Path | None,
     write_baseline: Path | None,
     policy_ref: str | None,
@@ -149,6 +159,9 @@ def command(
     from scanner.reporters import output
     from scanner.sources.rendered import RenderOptions
 
+    if old_context:
+        console.warn("scan --context is deprecated: use --context-path (the same paths)")
+    context = (*context_paths, *old_context)
     destinations = reports.destinations()
     output.check_apart(destinations, "--baseline", baseline_file)
     output.check_apart(destinations, "--write-baseline", write_baseline)

@@ -159,12 +159,14 @@ def not_manifests(config: Config) -> Excluded:
 
 
 def check_context_paths(paths: Sequence[str]) -> None:
-    """Fail before reading anything when a ``--context`` path is unusable."""
+    """Fail before reading anything when a ``--context-path`` path is unusable."""
     for path in paths:
         if path == "-":
-            raise UsageError("--context cannot read standard input", hint="name a file")
+            raise UsageError("--context-path cannot read standard input", hint="name a file")
         if not os.path.exists(path):
-            raise UsageError(f"--context {path}: no such file or directory", hint="check the path")
+            raise UsageError(
+                f"--context-path {path}: no such file or directory", hint="check the path"
+            )
 
 
 def load_context(
@@ -173,7 +175,7 @@ def load_context(
     scanned: Inventory,
     excluded: Excluded = NOTHING_EXCLUDED,
 ) -> tuple[list[KubeObject], list[Notification]]:
-    """Objects from ``--context`` paths (marked ``context_only``) and notes about them.
+    """Objects from ``--context-path`` paths (marked ``context_only``) and notes about them.
 
     Files that are also scanned are left out (their objects are reported on). A
     context document that does not parse makes the run incomplete; other invalid

@@ -271,7 +271,7 @@ def _finding_row(finding: Finding, documented: set[str], states: Mapping[str, st
             f"<br><strong>suppressed</strong> ({_text(finding.suppression.kind)}): "
             f'<span class="justification">{_text(finding.suppression.justification)}</span>'
         )
-    where = f"{finding.location.line}:{finding.location.column}"
+    where = f"{finding.location.line}:{finding.location.column}" if finding.location.line else ""
     if finding.location.path:
         where += f"<br><code>{_text(finding.location.path)}</code>"
     ref = finding.ref

@@ -153,7 +153,7 @@ def test_findings_are_grouped_by_uri_with_every_column(report: Report, render: R
             ["PG001", "error", "mapping values are not allowed here", "3:14", "none"]
         ],
         "cluster://prod@eks/v1/Node/gpu-node-1": [
-            ["PG401", "note", "node has no pool label", "1:1metadata.labels", "Node gpu-node-1v1"]
+            ["PG401", "note", "node has no pool label", "metadata.labels", "Node gpu-node-1v1"]
         ],
         "k8s/train.yaml": [
             [

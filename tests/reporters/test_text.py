@@ -19,7 +19,7 @@ def test_findings_are_grouped_under_their_file(report: Report, render: Render) -
         "bad dir/broken#1.yaml:3:14 error PG001 mapping values are not allowed here",
         "",
         "cluster://prod@eks/v1/Node/gpu-node-1",
-        "cluster://prod@eks/v1/Node/gpu-node-1:1:1 note PG401 node has no pool label",
+        "cluster://prod@eks/v1/Node/gpu-node-1 note PG401 node has no pool label",
         "",
         "k8s/train.yaml",
         "k8s/train.yaml:5:3 rule-error PG103 no such key: runtimeClassName",
