@@ -27,6 +27,10 @@ Directories holding a Helm chart (Chart.yaml) or a Kustomization
 (kustomization.yaml) are rendered with helm / kustomize when installed.
 """
 
+PROGRESS_DELAY: Final = 1.0
+"""Seconds a scan runs before progress shows on a terminal without ``--progress``:
+a quick scan (pre-commit, one file) prints nothing but its report."""
+
 LARGEST_FILE_SIZE_LIMIT = 1024**3
 """The most ``--max-file-size`` allows: each read asks for the limit's worth of memory
 up front, and a gigabyte of YAML would take hundreds of gigabytes to compose."""
@@ -66,6 +70,11 @@ def file_size(text: str) -> int:
 )
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
+@click.option(
+    "--progress",
+    is_flag=True,
+    help="Progress of each stage on stderr (on a terminal: by itself after a second).",
+)
 @color_option
 @click.option(
     "--max-file-size",
@@ -139,6 +148,7 @@ def command(
     enable: tuple[str, ...],
     disable: tuple[str, ...],
     verbose: bool,
+    progress: bool,
     max_file_size: int,
     config_file: Path | None,
     context_paths: tuple[str, ...],
@@ -157,6 +167,7 @@ def command(
 
     from scanner import pipeline, policy
     from scanner.reporters import output
+    from scanner.runtime.progress import stderr_progress
     from scanner.sources.rendered import RenderOptions
 
     if old_context:
@@ -187,9 +198,19 @@ def command(
         rule_texts=chosen.rule_texts,
     )
     ruleset = pipeline.load_ruleset(options)
-    report = pipeline.scan_paths(
-        paths, ruleset, context=context, render=render, max_file_size=max_file_size
-    )
+    shown = stderr_progress(progress, delay=PROGRESS_DELAY)
+    try:
+        report = pipeline.scan_paths(
+            paths,
+            ruleset,
+            context=context,
+            render=render,
+            max_file_size=max_file_size,
+            progress=shown,
+        )
+    finally:
+        if shown is not None:
+            shown.close()  # before the report: the live line is erased, none comes later
     report = replace(
         report,
         policy=chosen.record,

@@ -46,6 +46,7 @@ from scanner.ruleset.load import (
     select,
 )
 from scanner.runtime.deadline import Deadline
+from scanner.runtime.progress import ProgressPrinter
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
     NOTHING_EXCLUDED,
@@ -120,16 +121,19 @@ def scan_paths(
     render: RenderOptions | None = None,
     now: datetime.datetime | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    progress: ProgressPrinter | None = None,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
     ``context`` paths add objects the model joins with but no rule reports on.
     Helm charts and Kustomizations found under ``paths`` are rendered (``render``).
+    ``progress`` is told each stage as it starts and ends (``scan --progress``).
     """
     root = repo_root or find_repo_root(Path.cwd())
     check_context_paths(context)
     render_roots: list[Path] = []
     excluded = not_manifests(ruleset.config)
+    _began(progress, "reading files")
     inventory = load_paths(
         paths,
         root,
@@ -138,18 +142,36 @@ def scan_paths(
         max_file_size=max_file_size,
         excluded=excluded,
     )
+    _ended(progress, "read", f"{inventory.files:,} files, {len(inventory.objects):,} objects")
     if render_roots:
         options = render or RenderOptions()
-        inventory.extend(
-            render_directories(
-                render_roots, root, options, max_file_size=max_file_size, excluded=excluded
-            )
+        _began(progress, f"rendering {len(render_roots):,} charts and kustomizations")
+        rendered = render_directories(
+            render_roots, root, options, max_file_size=max_file_size, excluded=excluded
         )
+        inventory.extend(rendered)
+        _ended(progress, "rendered", f"{len(rendered.objects):,} objects")
     notes: list[Notification] = []
     if context:
+        _began(progress, "reading --context-path")
         objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
-    return evaluate_inventory(inventory, ruleset, root, notes, now=now)
+        _ended(progress, "context", f"{len(objects):,} objects")
+    _began(progress, f"evaluating {len(ruleset.rules):,} rules")
+    report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    found = f"{report.stats.subjects:,} subjects, {len(report.findings):,} findings"
+    _ended(progress, "evaluated", found)
+    return report
+
+
+def _began(progress: ProgressPrinter | None, label: str) -> None:
+    if progress is not None:
+        progress.step(label)
+
+
+def _ended(progress: ProgressPrinter | None, label: str, outcome: str) -> None:
+    if progress is not None:
+        progress.done(label, outcome)
 
 
 def not_manifests(config: Config) -> Excluded:
