@@ -38,6 +38,7 @@ from typing import Final
 
 from scanner.audit import redaction
 from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
+from scanner.console import ProgressPrinter
 from scanner.evaluate.shipping import evaluation_helper
 from scanner.findings.records import Level, Notification
 from scanner.findings.report import Report
@@ -47,7 +48,6 @@ from scanner.pipeline import Ruleset, evaluate_inventory
 from scanner.ruleset.load import Rule
 from scanner.runtime import teardown
 from scanner.runtime.deadline import Deadline
-from scanner.runtime.progress import ProgressPrinter
 from scanner.sources import snapshot
 from scanner.sources.cluster import Cluster, Failure, ListError, Served, Settings, Target, connect
 from scanner.sources.snapshot import (

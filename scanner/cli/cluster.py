@@ -131,7 +131,7 @@ def read_live(ruleset: Ruleset, options: ClusterOptions, deadline: float) -> Cap
     """The objects ``ruleset``'s rules read, listed from the cluster within ``deadline``
     seconds."""
     from scanner.audit import run as auditing
-    from scanner.runtime.progress import stderr_progress
+    from scanner.console import stderr_progress
     from scanner.sources.cluster import Settings, Target
 
     return auditing.read_cluster(

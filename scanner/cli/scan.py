@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -20,6 +20,7 @@ from scanner.errors import UsageError
 if TYPE_CHECKING:
     from scanner.findings import baseline
     from scanner.findings.report import Report
+    from scanner.pipeline import Ruleset
 
 HELP = """Scan manifest files and directories (``-`` reads standard input).
 
@@ -167,7 +168,6 @@ def command(
 
     from scanner import pipeline, policy
     from scanner.reporters import output
-    from scanner.runtime.progress import stderr_progress
     from scanner.sources.rendered import RenderOptions
 
     if old_context:
@@ -198,19 +198,9 @@ def command(
         rule_texts=chosen.rule_texts,
     )
     ruleset = pipeline.load_ruleset(options)
-    shown = stderr_progress(progress, delay=PROGRESS_DELAY)
-    try:
-        report = pipeline.scan_paths(
-            paths,
-            ruleset,
-            context=context,
-            render=render,
-            max_file_size=max_file_size,
-            progress=shown,
-        )
-    finally:
-        if shown is not None:
-            shown.close()  # before the report: the live line is erased, none comes later
+    report = _scan(
+        paths, ruleset, progress, context=context, render=render, max_file_size=max_file_size
+    )
     report = replace(
         report,
         policy=chosen.record,
@@ -223,6 +213,20 @@ def command(
         report = pipeline.apply_baseline(report, known)
     write_reports(report, destinations, reports.display(verbose))
     return pipeline.exit_code(report, reports.fail_on)
+
+
+def _scan(paths: Sequence[str], ruleset: Ruleset, progress: bool, **options: Any) -> Report:
+    """``pipeline.scan_paths`` with progress on stderr (``--progress``, or by itself on a
+    terminal after ``PROGRESS_DELAY``), ended before the report is written."""
+    from scanner import pipeline
+    from scanner.console import stderr_progress
+
+    shown = stderr_progress(progress, delay=PROGRESS_DELAY)
+    try:
+        return pipeline.scan_paths(paths, ruleset, progress=shown, **options)
+    finally:
+        if shown is not None:
+            shown.close()  # the live line is erased, and none comes later
 
 
 def _write_baseline(report: Report, path: Path) -> baseline.Recorded:

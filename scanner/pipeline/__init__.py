@@ -20,6 +20,7 @@ from scanner import __version__
 from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
 from scanner.config.values import Config
+from scanner.console import ProgressPrinter
 from scanner.errors import UsageError
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
@@ -46,7 +47,6 @@ from scanner.ruleset.load import (
     select,
 )
 from scanner.runtime.deadline import Deadline
-from scanner.runtime.progress import ProgressPrinter
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
     NOTHING_EXCLUDED,
