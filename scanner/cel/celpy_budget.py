@@ -16,7 +16,7 @@ count the same iterations, which means doing the same work cel-cpp does:
 
 Values follow the ``&&`` and ``||`` the python engine uses
 (``scanner.cel.celpy_functions``), so only the amount of work changes;
-``tests/hostile/test_rule_cost.py`` checks that both engines stop at the same list
+``tests/e2e/hostile/test_rule_cost.py`` checks that both engines stop at the same list
 length for each kind of comprehension.
 """
 

@@ -18,7 +18,7 @@ from celpy.evaluation import CELEvalError, base_functions
 # celpy's standard functions differ from cel-cpp's (and the CEL spec) where rules can
 # see it: string(true) is "True", string(1.0) is "1.0"; string, int, uint, double, bool
 # and size accept null ("None", 0, 0.0, false); `in` searches strings. These give
-# cel-cpp's answers instead (found by tests/hostile/test_fuzz.py, live snapshots).
+# cel-cpp's answers instead (found by tests/e2e/hostile/test_fuzz.py, live snapshots).
 
 
 def _string(value: Any) -> Any:

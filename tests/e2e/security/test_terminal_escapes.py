@@ -179,7 +179,7 @@ def test_audit_progress_escapes_kind_names_and_outcomes() -> None:
     assert live.getvalue() == "\r\x1b[K  listing pods\\x1b[2J ... 3"  # its own erase only
 
 
-SCANNER = Path(__file__).resolve().parents[2] / "scanner"
+SCANNER = Path(__file__).resolve().parents[3] / "scanner"
 PRINTS_THROUGH_CONSOLE = {"console.py"}
 
 

@@ -14,7 +14,7 @@ from cli_run import poolgate
 
 from scanner.cli.scan import file_size as _file_size
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
 
 PRIVILEGED = """\

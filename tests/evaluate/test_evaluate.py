@@ -72,7 +72,7 @@ def make_obj(
     )
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 Evaluate = Callable[..., Evaluation]
 

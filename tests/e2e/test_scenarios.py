@@ -23,7 +23,7 @@ import yaml
 
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset, scan_paths
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p for p in (ROOT / "fixtures" / "scenarios").iterdir() if p.is_dir())
 
 

@@ -34,7 +34,7 @@ from scanner.audit.reads import reads
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.sources.files import load_paths
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 SECRETS = ("lab-db-password-in-clear", "lab-api-key-in-clear")
 """The literal values in the lab's Pod and Deployment (tests/audit/lab/workloads.yaml)."""

@@ -20,7 +20,7 @@ import cli_run
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "fixtures" / "hostile"
 EXPECTED = yaml.safe_load((CORPUS / "EXPECTED.yaml").read_text())
 DOCUMENT_RULES = {"PG001", "PG002", "PG003"}

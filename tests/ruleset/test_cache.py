@@ -107,7 +107,7 @@ def test_the_list_is_bounded_and_keeps_the_newest(cache: Path) -> None:
 
 def test_garbage_in_the_cache_file_is_ignored(cache: Path) -> None:
     """Lines that are no digest are skipped, even in a file that verifies (a file that
-    does not is not read at all: tests/security/test_cache_trust.py)."""
+    does not is not read at all: tests/e2e/security/test_cache_trust.py)."""
     cachedir.write(rulecache.FILE_NAME, ("not a digest\n" + "a" * 64 + "\n").encode())
     assert rulecache.load() == ["a" * 64]
 

@@ -16,7 +16,7 @@ from scanner.errors import ConfigError, UsageError
 from scanner.findings.records import Level
 from scanner.pipeline import ScanOptions, load_ruleset, scan_paths
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "config"
 
 HEADER = "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"

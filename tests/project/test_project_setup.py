@@ -10,7 +10,7 @@ import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CI_RUN = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 

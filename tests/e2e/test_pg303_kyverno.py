@@ -35,7 +35,7 @@ from scanner.inventory import Inventory, KubeObject, LineMap, Origin
 from scanner.kinds import POD_SPEC_PATHS
 from scanner.pipeline import Ruleset, ScanOptions, evaluate_inventory, load_ruleset
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "kyverno-podsec"
 
 EQUAL, IMPLIES = "equal", "implies"

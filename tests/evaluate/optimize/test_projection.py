@@ -28,7 +28,7 @@ from scanner.sources.files import load_paths
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 DUMP = REPO / "tests" / "audit" / "controlled" / "dump.yaml"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 

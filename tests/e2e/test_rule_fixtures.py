@@ -17,7 +17,7 @@ from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.pipeline.fixtures import FixtureResult, check_file, fixture_files, run
 from scanner.ruleset import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "rules"
 RULE_FILE = re.compile(r"^(?P<id>[A-Z]+\d{3})-(?P<name>[a-z0-9-]+)\.yaml$")
 

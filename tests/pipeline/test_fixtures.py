@@ -10,7 +10,7 @@ from pathlib import Path
 from scanner.pipeline import Ruleset, ScanOptions, load_ruleset
 from scanner.pipeline.fixtures import CLUSTER_LINE, check_file, expected_lines
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WARN_ONLY = ROOT / "fixtures" / "rules" / "PG605" / "fire-warn-only.yaml"
 
 

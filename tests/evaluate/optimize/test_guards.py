@@ -25,7 +25,7 @@ from scanner.sources.yaml.document import parse_plain
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures"
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 RUN = {"config": {"require": {"runtimeClass": "nvidia", "imageDigestPin": False}}, "cluster": {}}

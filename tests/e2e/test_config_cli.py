@@ -11,7 +11,7 @@ import mounts
 import pytest
 from cli_run import poolgate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = ROOT / "fixtures" / "config" / "overrides"
 HEADER = "apiVersion: poolgate.io/v1alpha1\nkind: GpuPoolGate\n"
 

@@ -17,7 +17,7 @@ from scanner.findings.suppress import apply, exemption_matches, exemption_proble
 from scanner.inventory import ObjectRef, Origin
 from scanner.sources.yaml.document import parse_stream
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KNOWN = frozenset({"PG004", "PG301", "PG302", "PG401", "PG501"})
 TODAY = datetime.date(2026, 6, 1)
 DIGEST = "a" * 64

@@ -23,7 +23,7 @@ from scanner.ruleset.load import Rule, Validation
 
 pytestmark = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures" / "rules"
 ACTIVATION = {"workload": {"namespace": "ml", "names": ["a", "b"]}, "variables": {}}
 

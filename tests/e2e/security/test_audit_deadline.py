@@ -21,7 +21,7 @@ from scanner.runtime import executors as forking
 from scanner.runtime.deadline import Deadline
 from scanner.sources.files import load_paths
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 SLOW = ["SLOW901", "SLOW902", "SLOW903"]
 

@@ -18,7 +18,7 @@ import pytest
 
 from scanner.cel import cpp_available
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NEVER = ("kubernetes", "sarif_om", "celpy", "jsonschema")
 PARSER = {"scanner.cel.parser", "scanner.cel.syntax", "scanner.cel.walk"}
 
