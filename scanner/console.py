@@ -123,12 +123,14 @@ class ProgressPrinter:
         self._timer: threading.Timer | None = None
         if not self._shown:
             self._timer = threading.Timer(delay, self._reveal)
-            self._timer.daemon = True  # never keeps a finished run alive
+            # Never keeps a finished run alive. It only writes (under the lock) once, when
+            # the delay passes; a helper process forked meanwhile never prints progress.
+            self._timer.daemon = True
             self._timer.start()
 
-    def page(self, label: str, count: int, verb: str = "listing") -> None:
+    def page(self, label: str, count: int) -> None:
         """A live counter: ``listing pods ... 1,500``."""
-        self._live_line(f"  {verb} {printable(label)} ... {count:,}")
+        self._live_line(f"  listing {printable(label)} ... {count:,}")
 
     def step(self, label: str) -> None:
         """A part begins: ``evaluating 38 rules ...`` on the live line."""

@@ -115,11 +115,17 @@ def check(body: Mapping[str, Any], lines: LineMap, shown: str) -> Checked:
     )
 
 
+MAX_SUGGESTED: Final = 64
+"""Longer keys get no suggestion: no key is that long, and comparing costs per character."""
+
+
 def closest(word: str, known: Iterable[str]) -> str:
     """The known key ``word`` most likely misspells: the same but for case, else the
     closest by ``difflib`` (at least 0.7 alike), else ``""``."""
     import difflib  # only for a file with an unknown key
 
+    if len(word) > MAX_SUGGESTED:
+        return ""
     candidates = list(known)
     for candidate in candidates:
         if candidate.lower() == word.lower():
