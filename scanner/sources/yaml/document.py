@@ -392,7 +392,7 @@ def _add_document(
     if not (isinstance(api_version, str) and isinstance(kind, str)):
         inventory.skipped += 1
         return
-    if _is_config(api_version, kind):
+    if kind == CONFIG_KIND and _is_config(api_version, kind):
         inventory.skipped += 1
         return
     if text.find("!", root.start_mark.index, root.end_mark.index) != -1:  # tags start with "!"
