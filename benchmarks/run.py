@@ -2,16 +2,17 @@
 
 For each corpus size it generates the corpus into a temporary directory and,
 in the same run, measures the read floor, the libyaml compose floor (the
-baseline of DESIGN.md's performance budget) and ``poolgate scan`` as a
+baseline of the performance budget, docs/performance.md) and ``poolgate scan`` as a
 subprocess with its peak RSS; medians of the repeats. Then a one-file scan
 (the pre-commit path), Checkov on 1,000 objects when it is installed, and
 ``poolgate audit`` on generated snapshots once that command exists: the
 controllers shape (pods under controllers in the snapshot, sharing their
 templates: the budget line) and the worst case (every pod its own template,
-owners absent), both in the same run. Last, the pools x workloads shape: N GPU
+owners absent), both in the same run. Then the pools x workloads shape: N GPU
 NodePools with a Deployment pinned to each, whose cost must grow linearly in N;
 ``--against CHECKOUT`` times another checkout's poolgate on the same inputs,
-alternating with this one's.
+alternating with this one's. Last, a 10,000-finding HTML report: its size, and its
+load time in headless Chromium when one is installed (benchmarks/htmlreport.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.corpus import generate_corpus, write_corpus
 from benchmarks.emit import dump_stream
@@ -44,18 +45,22 @@ from benchmarks.measure import (
 from benchmarks.pools import write_pools
 from benchmarks.snapshot import write_snapshot
 
+if TYPE_CHECKING:
+    from benchmarks.htmlreport import HtmlResult
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = (1_000, 10_000, 50_000)
 QUICK_SIZES = (1_000, 2_000)
 FULL_REPEATS = 3
 QUICK_REPEATS = 2
-FULL_SNAPSHOT = (5_000, 100_000)  # nodes, pods: DESIGN.md's budget line
+FULL_SNAPSHOT = (5_000, 100_000)  # nodes, pods: the budget's snapshot line
 QUICK_SNAPSHOT = (500, 10_000)
 AUDIT_BUDGET_SECONDS = 15
 AUDIT_BUDGET_GIB = 2
-DESIGN_COMPOSE_SECONDS = (2.4, 2.8)
-"""libyaml's compose of the 10,000-object corpus on the machine DESIGN.md's budget was
-set on: the snapshot's 15 s is 5.4-6.25 times that, a ratio any host can measure."""
+REFERENCE_COMPOSE_SECONDS = (2.4, 2.8)
+"""libyaml's compose of the 10,000-object corpus on the machine the budget was set on
+(docs/performance.md): the snapshot's 15 s is 5.4-6.25 times that, a ratio any host
+can measure."""
 # Snapshot shapes (benchmarks/snapshot.py), in the order they are measured.
 SHAPES = {
     "controllers": "controllers, pods share their templates",
@@ -69,7 +74,7 @@ SCAN_OK = (0, 1)  # 1 = findings; anything else is a failure
 MARKER = ".poolgate-benchmark"  # marks --keep directories this runner may replace
 
 BUDGET = """\
-Budget (DESIGN.md, 2-core machine):
+Budget (docs/performance.md, 2-core machine):
   10,000-object corpus   <= 1.5x libyaml compose of the same files, same run (stretch <= 1.5 s)
   snapshot 5k nodes/100k pods  <= 15 s wall, <= 2 GB peak (stretch <= 8 s); judged on the
                          controllers shape, the worst case shown beside it
@@ -172,9 +177,12 @@ class Report:
     against: str | None = None  # the other checkout of --against
     one_file: Measured | None = None
     one_file_cold: Measured | None = None
+    one_file_against: Measured | None = None
+    """The one-file scan with ``--against``'s checkout, alternating with this one's."""
     checkov: dict[str, Any] | None = None
     audit: list[AuditResult] | None = None  # None: not run (--no-audit)
     audit_unavailable: str | None = None  # why ``poolgate audit`` could not run
+    html: HtmlResult | None = None  # None: not run (--no-html)
     notes: list[str] = field(default_factory=list)
     failed: bool = False
 
@@ -400,6 +408,23 @@ def run_pools(args: argparse.Namespace, report: Report, say: Callable[..., None]
             say("")
 
 
+def _alternating(argv: list[str], args: argparse.Namespace) -> tuple[Measured, Measured]:
+    """``argv`` run in this checkout and in ``--against``'s, alternating, after one
+    untimed run in each (its bytecode and rule cache warm, as an installed poolgate's
+    are after its first run): the one-file scan's medians, side by side."""
+    mine, theirs = Measured(), Measured()
+    sides = ((mine, REPO_ROOT), (theirs, args.against))
+    for _, root in sides:
+        run_child(argv, cwd=root, timeout=args.timeout, env=args.env)
+    for _ in range(ONE_FILE_REPEATS):
+        for measured, root in sides:
+            if measured.error is None:
+                _record(
+                    measured, run_child(argv, cwd=root, timeout=args.timeout, env=args.env), SCAN_OK
+                )
+    return mine, theirs
+
+
 def run(args: argparse.Namespace, say: Callable[..., None] = print) -> Report:
     with tempfile.TemporaryDirectory(prefix="poolgate-bench-state-") as state:
         args.env = child_environment(Path(state) / "warm")
@@ -440,13 +465,35 @@ def _run(args: argparse.Namespace, say: Callable[..., None]) -> Report:
             )
             # First run after installing: no bytecode, no rule cache. It warms them.
             report.one_file_cold = time_command(argv, 1, args.timeout, SCAN_OK, args.cold_env)
-            report.one_file = time_command(argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env)
+            if args.against is None:
+                report.one_file = time_command(
+                    argv, ONE_FILE_REPEATS, args.timeout, SCAN_OK, args.env
+                )
+            else:
+                report.against = str(args.against)
+                report.one_file, report.one_file_against = _alternating(argv, args)
+                report.failed |= report.one_file_against.error is not None
             if report.one_file.error or report.one_file_cold.error:
                 report.failed = True
     if args.audit:
         run_audit(args, report, say)
     if scan_ok and args.pools:
         run_pools(args, report, say)
+    if args.html:
+        from benchmarks import htmlreport  # imports the scanner's reporters
+
+        say(f"  html report: {args.html_findings:,} findings")
+        with workdir(args.keep, "html-report") as work:
+            report.html = htmlreport.measure(
+                work / "report.html",
+                args.repeats,
+                args.html_findings,
+                args.seed,
+                against=args.against,
+                timeout=args.timeout,
+            )
+        report.failed |= (report.html.browser or "").startswith(("page errors", "failed"))
+        report.failed |= report.html.against is not None and not report.html.against.write
     report.machine["loadavg_end"] = _loadavg()
     return report
 
@@ -520,6 +567,13 @@ def format_report(report: Report) -> str:
             lines.append(
                 f"  first run after installing (no bytecode, no rule cache): {_s(cold.seconds)} s"
             )
+        theirs = report.one_file_against
+        if theirs is not None:
+            text = f"{_s(theirs.seconds)} s" if theirs.runs else f"FAILED ({theirs.error})"
+            lines.append(
+                f"  against {report.against}: {text}, alternating run by run; "
+                f"this/against {_ratio(one.seconds, theirs.seconds)}"
+            )
     ck = report.checkov
     if ck is None or not ck.get("available"):
         lines.append("checkov: not installed")
@@ -532,6 +586,7 @@ def format_report(report: Report) -> str:
         )
     lines += audit_lines(report)
     lines += pools_lines(report)
+    lines += _html_lines(report.html)
     for r in report.sizes:
         if r.poolgate.error:
             lines.append(f"poolgate scan failed on {r.objects:,} objects: {r.poolgate.error}")
@@ -540,6 +595,12 @@ def format_report(report: Report) -> str:
     lines += [f"note: {n}" for n in report.notes]
     lines += ["", BUDGET, "", "Verdict (this run):", *verdicts(report)]
     return "\n".join(lines)
+
+
+def _html_lines(result: HtmlResult | None) -> list[str]:
+    from benchmarks import htmlreport  # imports the scanner's reporters: only when asked
+
+    return htmlreport.lines(result)
 
 
 def audit_lines(report: Report) -> list[str]:
@@ -637,11 +698,11 @@ def verdicts(report: Report) -> list[str]:
                 judge("snapshot 5k nodes + 100k pods, peak memory", gib, AUDIT_BUDGET_GIB, " GiB")
             compose = next((r.libyaml.seconds for r in report.sizes if r.objects == 10_000), None)
             if compose:
-                low, high = (AUDIT_BUDGET_SECONDS / s for s in reversed(DESIGN_COMPOSE_SECONDS))
+                low, high = (AUDIT_BUDGET_SECONDS / s for s in reversed(REFERENCE_COMPOSE_SECONDS))
                 found.append(
                     "  snapshot 5k nodes + 100k pods, wall / libyaml compose of 10,000 objects "
                     f"(same run, any host; no verdict): {seconds / compose:.2f}x, where the "
-                    f"budget on DESIGN.md's machine is {low:.2f}-{high:.2f}x"
+                    f"budget on its reference machine is {low:.2f}-{high:.2f}x"
                 )
         else:  # the worst case: how far it is from the budget, without a verdict
             found.append(
@@ -694,6 +755,8 @@ def to_json(report: Report) -> dict[str, Any]:
         data["one_file"]["median"] = report.one_file.seconds
     if report.one_file_cold is not None:
         data["one_file_cold"]["median"] = report.one_file_cold.seconds
+    if report.one_file_against is not None:
+        data["one_file_against"]["median"] = report.one_file_against.seconds
     for result, raw in zip(report.audit or [], data["audit"] or [], strict=True):
         raw["audit"]["median"] = result.audit.seconds
     for pools, raw in zip(report.pools or [], data["pools"] or [], strict=True):
@@ -735,7 +798,7 @@ def _shapes(text: str) -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Measure poolgate against the read and libyaml floors (DESIGN.md budget).",
+        description="Measure poolgate against the read and libyaml floors (docs/performance.md).",
     )
     parser.add_argument(
         "--quick", action="store_true", help="sizes 1,000 and 2,000, 2 repeats, snapshots 500x10000"
@@ -767,14 +830,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--against",
         type=Path,
         metavar="CHECKOUT",
-        help="also time the pools x workloads scans with the poolgate of another checkout "
-        "(a directory holding scanner/), alternating with this one",
+        help="also time the one-file and pools x workloads scans and the HTML report with "
+        "the poolgate of another checkout (a directory holding scanner/), alternating with "
+        "this one",
     )
     parser.add_argument("--no-corpus", dest="corpus", action="store_false")
     parser.add_argument("--no-one-file", dest="one_file", action="store_false")
     parser.add_argument("--no-checkov", dest="checkov", action="store_false")
     parser.add_argument("--no-audit", dest="audit", action="store_false")
     parser.add_argument("--no-pools", dest="pools_run", action="store_false")
+    parser.add_argument("--no-html", dest="html", action="store_false")
+    parser.add_argument(
+        "--html-findings",
+        type=int,
+        default=10_000,
+        help="findings in the generated HTML report (default 10000)",
+    )
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else FULL_SIZES)

@@ -41,7 +41,7 @@ from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
 from scanner.console import ProgressPrinter
 from scanner.evaluate.shipping import evaluation_helper
 from scanner.findings.records import Level, Notification
-from scanner.findings.report import Report
+from scanner.findings.report import Report, Scanned
 from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
@@ -391,6 +391,7 @@ def evaluate(
             report,
             notifications=[*report.notifications, *covered.notifications],
             rules=[rule.doc for rule in ruleset.rules],  # rules that could not run included
+            scanned=Scanned(cluster=capture.context, read_at=capture.captured_at),
         ),
         covered,
     )

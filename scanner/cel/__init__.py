@@ -21,7 +21,7 @@ The variables a rule may read, each declared ``dyn``, are ``scanner.model.facts.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from scanner.errors import UsageError
@@ -70,7 +70,10 @@ class Engine(Protocol):
     @property
     def name(self) -> str: ...
 
-    def compile(self, source: str, result: ResultKind) -> Program: ...
+    def compile(self, source: str, result: ResultKind, *, literal_checks: bool = True) -> Program:
+        """``literal_checks``: Kubernetes' compile-time checks of literals (cpp engine);
+        off only for programs poolgate writes around sources that passed them."""
+        ...
 
     def activation(self, data: Mapping[str, Any]) -> Any:
         """Bind ``data`` (variable name -> plain value, or a ``Program.variable_value``)
@@ -90,8 +93,12 @@ def cpp_available() -> bool:
     return True
 
 
-def get_engine(name: str) -> Engine:
-    """The engine called ``name`` (``auto`` picks ``cpp`` when its wheel is installed)."""
+def get_engine(name: str, variables: Sequence[str] | Mapping[str, str] | None = None) -> Engine:
+    """The engine called ``name`` (``auto`` picks ``cpp`` when its wheel is installed).
+
+    ``variables``: what rules may read, poolgate's (``scanner.model.facts.NAMES``) when
+    None; names (``dyn``) or names with types (``scanner.cel.k8s.library``'s type
+    language)."""
     if name == "auto":
         name = "cpp" if cpp_available() else "python"
     if name == "cpp":
@@ -102,9 +109,9 @@ def get_engine(name: str) -> Engine:
             )
         from scanner.cel.cpp import CppEngine
 
-        return CppEngine()
+        return CppEngine(variables)
     if name == "python":
         from scanner.cel.python import PythonEngine
 
-        return PythonEngine()
+        return PythonEngine(variables)
     raise UsageError(f"unknown CEL engine {name!r}", hint="use auto, cpp or python")

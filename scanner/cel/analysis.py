@@ -27,7 +27,11 @@ with constant strings (``a["b"]``), a key test (``"b" in a``, which reads key ``
 a map; a list there is read whole by every consumer), comprehension variables
 (``a.exists(c, c.b)`` iterates ``a`` and reads ``b`` of its elements), ``filter``
 (whose result is its range's elements), ``?:``, ``dyn()``, ``cel.bind`` and optional
-values (``optional.of``, ``.value()``, ``.orValue()``). Any other use of a value (an
+values (``optional.of``, ``.value()``, ``.orValue()``, ``.optMap(x, ...)``). The
+two-variable comprehensions of Kubernetes' environment (``m.all(k, v, ...)``,
+``transformList``, ``transformMap``, ``transformMapEntry``, ``existsOne``) iterate as
+the others do: their last variable is an element (a map's value), the first an index
+or a key. Any other use of a value (an
 operator, a function, a list or map built from it) reads it whole. Reads in the
 ``else`` branch of a conditional on ``workload.controlled`` alone are marked
 ``unless_controlled``: on a controlled workload that branch never runs.
@@ -58,7 +62,11 @@ REACHED: Final = "reached"
 
 Path = tuple[str | None, ...]
 
-MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+MACROS: Final = frozenset(
+    {"all", "exists", "exists_one", "map", "filter"}
+    # the two-variable comprehensions of Kubernetes' environment (scanner.cel.k8s)
+    | {"existsOne", "transformList", "transformMap", "transformMapEntry"}
+)
 """The comprehension macros, whose arguments nest (``scanner.cel.budget``)."""
 
 

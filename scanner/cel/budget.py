@@ -23,7 +23,7 @@ iterations included). poolgate builds its bound on that limit, the same on both 
 
 Together: one evaluation does fewer than 10,000 iterations, each over values of
 bounded size, so a bad rule costs at most seconds per subject (measured worst cases
-are in README.md, "Rule cost limits") and a scan's time grows with its input, never
+are in docs/writing-rules.md, "Rule cost limits") and a scan's time grows with its input, never
 explosively. Both run-time limits turn into findings with outcome ``error`` (exit
 code 3), never an aborted scan.
 """

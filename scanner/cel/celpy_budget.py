@@ -10,6 +10,8 @@ count the same iterations, which means doing the same work cel-cpp does:
   does not stop them (``false`` or ``true`` later still decides, as in cel-cpp). Like
   cel-cpp, a loop that stops early counts one more iteration: the one whose loop
   condition check stopped it;
+* a map is iterated by its keys in sorted order, after reading them, which counts one
+  iteration per key (cel-cpp reads them with a comprehension: ``scanner.cel.k8s.rewrite``);
 * ``map``, ``filter`` and ``exists_one`` visit every element even after an error,
   and keep the first error as their result; ``map(x, p, t)`` (celpy fails on it)
   transforms the elements its predicate keeps, one iteration each.
@@ -28,7 +30,7 @@ import lark
 from celpy import InterpretedRunner, celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
-from scanner.cel.budget import MACROS, MAX_ITERATIONS
+from scanner.cel.budget import MAX_ITERATIONS
 from scanner.cel.celpy_functions import logical_and, logical_or
 
 _Tree: TypeAlias = "lark.Tree[Any]"
@@ -97,7 +99,8 @@ class CountingEvaluator(Evaluator):
         member, method = cast(tuple[_Tree, lark.Token], tree.children[:2])
         arguments = tree.children[2] if len(tree.children) > 2 else None
         arity = len(arguments.children) if isinstance(arguments, lark.Tree) else 0
-        if method.value not in MACROS or arity not in ((2, 3) if method.value == "map" else (2,)):
+        arities = (2, 3) if method.value == "map" else (2,)
+        if method.value not in _MACRO_LOOPS or arity not in arities:
             return super().member_dot_arg(tree)  # methods, and macro forms celpy rejects
         items = self.visit(member)
         if isinstance(items, CELEvalError):
@@ -107,6 +110,13 @@ class CountingEvaluator(Evaluator):
             return CELEvalError(
                 f"no matching overload for {method.value}() over {type(items).__name__}"
             )
+        if isinstance(items, celtypes.MapType | dict):
+            # Sorted keys, read first, as the default engine does (scanner.cel.k8s.rewrite):
+            # one iteration per key, then the loop over them.
+            self.left[0] -= len(items)
+            if self.left[0] <= 0:
+                raise IterationLimit
+            items = sorted(items, key=key_order)
         variable_tree, *body_trees = cast(list[_Tree], cast(_Tree, arguments).children)
         identifier = next(variable_tree.find_data("ident")).children[0]
         *predicate, body = [self.sub_evaluator(body_tree) for body_tree in body_trees]
@@ -141,6 +151,16 @@ def _field_selection(exprlist: _Tree) -> tuple[_Tree, str] | None:
         return None
     operand, field = node.children
     return cast(_Tree, operand), str(field)
+
+
+def key_order(key: Any) -> tuple[int, Any]:
+    """The order maps are iterated in: bools, then numbers, then strings
+    (``scanner.cel.k8s.key_order``, for celpy's types: its bool is an int)."""
+    if isinstance(key, celtypes.BoolType | bool):
+        return 0, bool(key)
+    if isinstance(key, int | float):
+        return 1, key
+    return 2, str(key)
 
 
 def _all(items: list[Any], step: Any) -> Any:

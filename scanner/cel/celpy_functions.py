@@ -7,8 +7,10 @@ which take and return celpy values.
 
 from __future__ import annotations
 
+import datetime
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +32,34 @@ def _string(value: Any) -> Any:
         return celtypes.StringType("true" if value else "false")
     if isinstance(value, float):  # DoubleType, and the plain floats celpy's arithmetic makes
         return celtypes.StringType(double_text(value))
+    if isinstance(value, datetime.timedelta):  # celpy wrote whole seconds only
+        return celtypes.StringType(duration_text(value))
+    if isinstance(value, datetime.datetime):  # celpy kept the offset and no fraction
+        return celtypes.StringType(timestamp_text(value))
     return celtypes.StringType(value)
+
+
+def duration_text(value: datetime.timedelta) -> str:
+    """A duration as cel-cpp writes it: whole seconds, a fraction of 3, 6 or 9 digits
+    when there is one, then the unit ``s``."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    return f"{sign}{seconds}{_fraction(fraction)}s"
+
+
+def timestamp_text(value: datetime.datetime) -> str:
+    """A timestamp as cel-cpp writes it: in UTC, with a fraction of 3, 6 or 9 digits."""
+    moment = value.astimezone(datetime.UTC) if value.tzinfo else value
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(moment.microsecond) + "Z"
+
+
+def _fraction(micros: int) -> str:
+    if micros == 0:
+        return ""
+    if micros % 1000 == 0:
+        return f".{micros // 1000:03d}"
+    return f".{micros:06d}"
 
 
 def double_text(value: float) -> str:
@@ -209,6 +238,8 @@ def _ordering(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, 
             return error
         kind, other = kind_of(left), kind_of(right)
         if kind in _NUMBERS and other in _NUMBERS:
+            if "double" in (kind, other):  # cel-cpp compares an int with a double as doubles
+                return celtypes.BoolType(compare(float(left), float(right)))
             return celtypes.BoolType(compare(_number(left), _number(right)))
         if kind == other and kind in _ORDERED:
             return celtypes.BoolType(compare(_plain(left), _plain(right)))
@@ -294,9 +325,68 @@ def _index(container: Any, index: Any) -> Any:
     return operator.getitem(container, index)
 
 
+_SPACE = " \t\n\v\f\r"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_UNSIGNED = re.compile(r"\+?[0-9]+")
+_DOUBLE = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE
+)
+_HEX_DOUBLE = re.compile(
+    r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+)
+
+
+def _from_text(name: str, pattern: re.Pattern[str]) -> Callable[[Any], Any]:
+    """``int()``, ``uint()`` of a string as cel-cpp reads it: ASCII decimal digits and a
+    sign only (celpy also took ``'0x10'``, ``'1_000'`` and other scripts' digits)."""
+    convert = _strict(name, base_functions[name])
+
+    def call(value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip(_SPACE)  # as absl's SimpleAtoi
+            if not pattern.fullmatch(value):
+                return CELEvalError(f"cannot convert string to {name}")
+            value = celtypes.StringType(value)
+        return convert(value)
+
+    return call
+
+
+def _double(value: Any) -> Any:
+    """``double()`` of a string as cel-cpp reads it: decimal, ``inf``/``nan`` or a
+    hexadecimal float (``'0x10'`` is 16), ASCII only."""
+    if isinstance(value, str):
+        value = celtypes.StringType(value.strip(_SPACE))
+        if _HEX_DOUBLE.fullmatch(value):
+            hexadecimal = value if "p" in value.lower() else value + "p0"
+            return celtypes.DoubleType(float.fromhex(hexadecimal))
+        if not _DOUBLE.fullmatch(value):
+            return CELEvalError("cannot convert string to double")
+    return _strict("double", base_functions["double"])(value)
+
+
+def _timestamp(value: Any) -> Any:
+    """``timestamp()`` as cel-cpp has it: of seconds since the epoch too, and of RFC 3339
+    text with a lower-case ``t`` or ``z`` (celpy took neither)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            moment = datetime.datetime.fromtimestamp(int(value), datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            return CELEvalError("timestamp out of range")
+        return celtypes.TimestampType(moment)
+    if isinstance(value, str) and len(value) > 10 and value[10] == "t":
+        value = celtypes.StringType(value[:10] + "T" + value[11:])
+    if isinstance(value, str) and value.endswith("z"):
+        value = celtypes.StringType(value[:-1] + "Z")
+    return _strict("timestamp", base_functions["timestamp"])(value)
+
+
 _CONVERTERS = {
     "string": _string,
-    **{name: _strict(name, base_functions[name]) for name in ("int", "uint", "double", "bool")},
+    "int": _from_text("int", _INTEGER),
+    "uint": _from_text("uint", _UNSIGNED),
+    "double": _double,
+    "bool": _strict("bool", base_functions["bool"]),
 }
 _CONVERSIONS: dict[Any, Any] = {
     function: base_functions[name] for name, function in _CONVERTERS.items()
@@ -311,6 +401,7 @@ def _type_value(value: Any) -> Any:
 
 FUNCTIONS = {
     **_CONVERTERS,
+    "timestamp": _timestamp,
     "size": _strict("size", base_functions["size"]),
     "_in_": _in,
     "_==_": _equals,

@@ -13,6 +13,7 @@ because rules written against it must keep meaning the same thing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 
 def joined(items: Iterable[object], separator: str) -> str:
@@ -27,3 +28,12 @@ def _text(item: object) -> str:
 
 SIGNATURES: dict[str, str] = {"joined": "joined(list, string) -> string"}
 """Name -> signature of every poolgate function (pinned by a test)."""
+
+
+def declarations() -> tuple[Any, ...]:
+    """The functions as the cpp engine declares them (``scanner.cel.k8s.library``)."""
+    from scanner.cel.k8s.library import function, glob
+
+    return (
+        function("joined", glob("joined_list_string", ["list(dyn)", "string"], "string", joined)),
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from celpy.evaluation import CELEvalError
 from scanner.cel import ResultKind, cpp_available
 from scanner.cel.budget import BUDGET_EXCEEDED, check_nesting
 from scanner.cel.celpy_budget import CountingRunner, IterationLimit
+from scanner.cel.celpy_features import refusal, unparsed_feature, unsupported
 from scanner.cel.celpy_functions import FUNCTIONS
 from scanner.cel.functions import joined
 from scanner.errors import CelError, CelEvalError
@@ -150,32 +151,45 @@ _FUNCTIONS = {"joined": _joined, **FUNCTIONS}
 class PythonEngine:
     name = "python"
 
-    def __init__(self) -> None:
+    def __init__(self, variables: Sequence[str] | Mapping[str, str] | None = None) -> None:
+        """``variables``: what rules may read, for the default engine's checker (cel-python
+        itself declares none)."""
         # Counts comprehension iterations as cel-cpp does (scanner/cel/budget.py).
         self._env = celpy.Environment(runner_class=CountingRunner)
         self._checker: Any = None
         if cpp_available():
-            from scanner.cel.cpp import new_env
+            from scanner.cel.cpp import CppEngine
 
-            self._checker = new_env()
+            self._checker = CppEngine(variables)
 
     def save_cache(self) -> None:
         """Nothing to keep: compiling with celpy is cheap next to evaluating with it."""
 
-    def compile(self, source: str, result: ResultKind) -> PythonProgram:
+    def compile(
+        self, source: str, result: ResultKind, *, literal_checks: bool = True
+    ) -> PythonProgram:
+        """Refuse what the default engine refuses (its checker, when installed), then
+        what cel-python cannot run as the default engine does (``celpy_features``)."""
         if self._checker is not None:
-            from scanner.cel.cpp import check
-
-            check(self._checker, source, result)
+            self._checker.compile(source, result, literal_checks=literal_checks)
         try:
             ast = self._env.compile(source)
         except CELParseError as error:
+            line, column = getattr(error, "line", 0) or 0, getattr(error, "column", 0) or 0
+            feature = unparsed_feature(source, line, column)
+            if feature is None and self._checker is not None:
+                feature = "this syntax"  # valid CEL (the checker took it) cel-python cannot parse
+            if feature is not None:
+                raise CelError(refusal(feature), line, column) from None
             message = str(error.args[0]).strip().splitlines() if error.args else []
             raise CelError(
                 "syntax error" + (f" near {message[0].strip()!r}" if message else ""),
-                getattr(error, "line", 0) or 0,
-                getattr(error, "column", 0) or 0,
+                line,
+                column,
             ) from None
+        feature = unsupported(ast)
+        if feature is not None:
+            raise CelError(refusal(feature))
         check_nesting(source)
         return PythonProgram(source, self._env.program(ast, functions=_FUNCTIONS), result)
 

@@ -45,6 +45,9 @@ _TWO_VARIABLES: Final = frozenset({"transformList", "transformMap", "transformMa
 _ONE_OR_TWO: Final = frozenset({"all", "exists", "exists_one", "existsOne"})
 _TRANSPARENT: Final = frozenset({"value", "orValue", "or"})
 """Methods of optional values whose result is made of their target and arguments."""
+_OPTIONAL_BINDS: Final = frozenset({"optMap", "optFlatMap"})
+"""Macros of optional values: ``o.optMap(x, e)`` binds ``x`` to ``o``'s value, as
+``cel.bind`` does, and its result is made of ``e``."""
 
 
 class Walk:
@@ -153,6 +156,12 @@ class Walk:
             for arg in args:
                 self.use(self.value(arg, scope, skipped))
             return NOTHING
+        if function in _OPTIONAL_BINDS and len(args) == 2:
+            name = args[0]
+            if isinstance(name, Ident) and not name.leading_dot:
+                bound = self.value(target, scope, skipped)
+                self.use(bound, REACHED)  # tested for a value
+                return self.value(args[1], {**scope, name.name: bound}, skipped)
         flow = self.value(target, scope, skipped)
         if function in _TRANSPARENT:
             for arg in args:

@@ -1,4 +1,4 @@
-"""The exit codes of every command (DESIGN.md "Exit codes").
+"""The exit codes of every command (docs/usage.md, "Exit codes").
 
 0 nothing at or above ``--fail-on``; 1 findings; 2 usage, config or rule error;
 3 incomplete (unreadable input, rule evaluation errors) when nothing else failed;

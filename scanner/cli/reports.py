@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -16,7 +16,7 @@ import click
 
 from scanner import console
 from scanner.cli.options import option_group
-from scanner.reporters import FORMATS, Display
+from scanner.reporters import FORMATS, Display, Writer
 
 if TYPE_CHECKING:
     from scanner.findings.drift import Drift
@@ -79,14 +79,18 @@ def write_reports(
     destinations: Sequence[Destination],
     display: Display,
     changes: Drift | None = None,
+    writers: Mapping[str, Writer] | None = None,
 ) -> None:
     """Write ``report`` to each destination as ``display`` says, with what changed since
-    a previous report (``audit --compare``) where the format can carry it."""
+    a previous report (``--compare``) where the format can carry it. ``writers``:
+    formats written otherwise than by default (an audit's PolicyReports carry when the
+    cluster was read and the objects' uids)."""
     from scanner.reporters import output, writer_for
 
     for destination in destinations:
         shown = replace(display, color=_color(destination))
-        write = writer_for(destination.format, shown)
+        special = writers.get(destination.format) if writers is not None else None
+        write = special or writer_for(destination.format, shown)
         if changes is not None:
             from scanner.reporters import drift as drift_report
 

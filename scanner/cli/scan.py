@@ -6,7 +6,7 @@ Kustomizations rendered first.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,7 +18,7 @@ from scanner.cli.reports import ReportOptions, report_options, write_reports
 from scanner.errors import UsageError
 
 if TYPE_CHECKING:
-    from scanner.findings import baseline
+    from scanner.findings import baseline, drift
     from scanner.findings.report import Report
     from scanner.pipeline import Ruleset
 
@@ -122,6 +122,11 @@ def file_size(text: str) -> int:
     "work tree; warn when the work tree's differ.",
 )
 @click.option(
+    "--compare",
+    type=click.Path(dir_okay=False),
+    help="A previous --format json report: mark findings new, unchanged or resolved.",
+)
+@click.option(
     "--compare-policy",
     metavar="REF",
     help="Use the work tree's config, rules and baseline, but warn when they differ from "
@@ -157,6 +162,7 @@ def command(
     baseline_file: Path | None,
     write_baseline: Path | None,
     policy_ref: str | None,
+    compare: str | None,
     compare_policy: str | None,
     helm_values: tuple[str, ...],
     helm_set: tuple[str, ...],
@@ -167,6 +173,7 @@ def command(
     from dataclasses import replace
 
     from scanner import pipeline, policy
+    from scanner.findings import drift
     from scanner.reporters import output
     from scanner.sources.rendered import RenderOptions
 
@@ -176,6 +183,7 @@ def command(
     destinations = reports.destinations()
     output.check_apart(destinations, "--baseline", baseline_file)
     output.check_apart(destinations, "--write-baseline", write_baseline)
+    previous = drift.load_previous(compare) if compare is not None else None
     chosen = policy.resolve(
         paths,
         config_file=config_file,
@@ -211,7 +219,10 @@ def command(
         known = _write_baseline(report, write_baseline)
     if known is not None:
         report = pipeline.apply_baseline(report, known)
-    write_reports(report, destinations, reports.display(verbose))
+    changes = None
+    if previous is not None and compare is not None:
+        changes = _changes(report, previous, compare, {rule.id for rule in ruleset.rules})
+    write_reports(report, destinations, reports.display(verbose), changes)
     return pipeline.exit_code(report, reports.fail_on)
 
 
@@ -227,6 +238,26 @@ def _scan(paths: Sequence[str], ruleset: Ruleset, progress: bool, **options: Any
     finally:
         if shown is not None:
             shown.close()  # the live line is erased, and none comes later
+
+
+def _changes(
+    report: Report, previous: Sequence[Mapping[str, Any]], path: str, ran: set[str]
+) -> drift.Drift:
+    """What changed since the ``previous`` JSON report at ``path``: a finding of it is
+    resolved only where this scan read its file again with its rule
+    (``drift.scan_locator``)."""
+    from scanner.findings import drift
+
+    scanned = report.scanned.paths if report.scanned is not None else ()
+    return drift.compare(
+        report,
+        previous,
+        path,
+        drift.checker(ran, ()),
+        drift.scan_locator(scanned, drift.unread_uris(report)),
+        since="the previous scan",
+        unchecked="this scan did not read their files again, or their rules were off",
+    )
 
 
 def _write_baseline(report: Report, path: Path) -> baseline.Recorded:

@@ -1,7 +1,7 @@
 """The run's configuration as a frozen, typed value.
 
-Defaults are the full security floor of DESIGN.md ("with no config file, every
-``require`` switch is on"). ``scanner.config.file`` reads ``.poolgate.yaml`` into
+Defaults are the full security floor: with no config file, every ``require`` switch
+is on (docs/configuration.md). ``scanner.config.file`` reads ``.poolgate.yaml`` into
 this value; rules see a read-only view of it as the CEL variable ``config``.
 """
 
@@ -92,7 +92,8 @@ class Config:
     sku_label: str = "sku"
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
     extended_resource_toleration: bool = False
-    """The cluster runs the ExtendedResourceToleration admission plugin (RULES.md, "Targeting")."""
+    """The cluster runs the ExtendedResourceToleration admission plugin
+    (docs/platform-model.md, "Targeting")."""
     workload_identity_keys: tuple[str, ...] = ()
     """ServiceAccount annotation keys that also grant workload identity, besides the
     built-in GKE, EKS and Azure ones."""

@@ -1,8 +1,8 @@
-"""Drift between two audits: which findings are new, unchanged or resolved since last night.
+"""Drift between two runs: which findings are new, unchanged or resolved since last night.
 
-``poolgate audit --compare PREVIOUS.json`` reads an earlier ``--format json``
-report and matches findings by fingerprint (rule, object identity, field path:
-never line numbers or message text, so a pod Pending for 40 minutes last night
+``poolgate audit --compare PREVIOUS.json`` (and ``scan --compare``) reads an
+earlier ``--format json`` report and matches findings by fingerprint (rule, object
+identity, field path: never line numbers or message text, so a pod Pending for 40 minutes last night
 and 1,480 minutes tonight is the same finding). An object's API version is part of
 its fingerprint, but not of the match: after an upgrade that serves a kind under a
 new version (``karpenter.sh/v1beta1`` to ``v1``), the same rule on the same object
@@ -18,12 +18,16 @@ not in the snapshot, disabled), or could not be evaluated on its object tonight
 on Pods" into "all Pending pods fixed" would be worse than none. The unverified
 findings are part of tonight's JSON report (``drift.unverified``) and the next
 comparison reads them as findings still open: a night with a forbidden kind does
-not turn them into new ones the night after.
+not turn them into new ones the night after. A scan sees files, not a cluster: a
+previous finding is resolved only if its rule ran and its file lies under a path this
+scan was given and was read (``scan_locator``); a file left out of tonight's paths, or
+one that did not parse, leaves its findings unverified.
 
-Reports: the text report leads with what changed; JSON gains a ``drift`` section
-and a ``drift`` key on every finding (``new`` | ``unchanged``); SARIF results get
-``baselineState`` (``new`` | ``unchanged``), which code-scanning viewers understand;
-the HTML report gains a "Since the last audit" section and a badge on every finding.
+Reports (``scanner.reporters.drift``): the text report leads with what changed; JSON
+gains a ``drift`` section and a ``drift`` key on every finding (``new`` |
+``unchanged``); SARIF results get ``baselineState`` (``new`` | ``unchanged``), which
+code-scanning viewers understand; the HTML report gains a "Since the last audit"
+("Since the previous scan") section and a badge on every finding.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.errors import UsageError
-from scanner.findings.records import Finding, Outcome
+from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Outcome
 from scanner.findings.report import Report
 
 NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
@@ -51,6 +55,11 @@ class Drift:
     """Last night's findings (as the JSON report had them) that are gone."""
     unverified: tuple[Mapping[str, Any], ...]
     """Last night's findings tonight's audit could not check again."""
+    since: str = "the last audit"
+    """What the previous report was, as headings name it."""
+    unchecked: str = "their rules could not run on them"
+    """Why the unverified findings could not be checked again, as the text report
+    says it."""
 
     def states(self) -> dict[str, str]:
         states = {f.fingerprint: UNCHANGED for f in self.unchanged}
@@ -97,10 +106,18 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
 
 Checked = Callable[[str, str], bool]
 """(rule id, object kind) -> whether tonight's audit could have reported it again."""
+Located = Callable[[str], bool]
+"""A finding's location URI -> whether this run read that place again."""
 
 
 def compare(
-    report: Report, previous: Sequence[Mapping[str, Any]], path: str, checked: Checked
+    report: Report,
+    previous: Sequence[Mapping[str, Any]],
+    path: str,
+    checked: Checked,
+    located: Located | None = None,
+    since: str = "the last audit",
+    unchecked: str = "their rules could not run on them",
 ) -> Drift:
     current = [
         finding
@@ -115,9 +132,14 @@ def compare(
     for key, entry in before.items():
         if key in now:
             continue
-        obj = entry.get("object")
+        obj, location = entry.get("object"), entry.get("location")
         kind = obj.get("kind", "") if isinstance(obj, dict) else ""
-        if key not in errored and checked(str(entry.get("ruleId", "")), str(kind)):
+        uri = location.get("uri", "") if isinstance(location, dict) else ""
+        if (
+            key not in errored
+            and checked(str(entry.get("ruleId", "")), str(kind))
+            and (located is None or located(str(uri)))
+        ):
             resolved.append(entry)
         else:
             unverified.append(entry)
@@ -127,6 +149,8 @@ def compare(
         unchanged=tuple(f for f in current if _key(f) in before),
         resolved=tuple(resolved),
         unverified=tuple(unverified),
+        since=since,
+        unchecked=unchecked,
     )
 
 
@@ -165,6 +189,28 @@ def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checke
     """``checked`` for an audit where rules ``ran`` and (rule, kind) pairs were ``unseen``."""
     ran_set, unseen_set = frozenset(ran), frozenset(unseen)
     return lambda rule, kind: rule in ran_set and (rule, kind) not in unseen_set
+
+
+def scan_locator(paths: Collection[str], unread: Collection[str]) -> Located:
+    """``located`` for a scan of ``paths`` (repository-relative, ``.`` for the root, as
+    ``Report.scanned`` has them): a URI under one of them, whose file was not among
+    the ``unread`` (a read error, a document that did not parse)."""
+    roots = tuple(path.rstrip("/") for path in paths)
+    missed = frozenset(unread)
+
+    def located(uri: str) -> bool:
+        if uri in missed:
+            return False
+        return any(root in (".", "") or uri == root or uri.startswith(root + "/") for root in roots)
+
+    return located
+
+
+def unread_uris(report: Report) -> set[str]:
+    """Files a run could not read: error notifications with a URI, and PG001 findings."""
+    unread = {note.uri for note in report.notifications if note.uri and note.level is Level.ERROR}
+    unread.update(f.location.uri for f in report.findings if f.rule_id in INCOMPLETE_RULES)
+    return unread
 
 
 def counts(drift: Drift) -> dict[str, int]:

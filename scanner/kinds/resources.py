@@ -105,7 +105,7 @@ BUILT_IN: tuple[Resource, ...] = (
 )
 
 CRDS: tuple[Resource, ...] = (
-    # The GPU Operator, node pools and signature policies (RULES.md, "Platform facts").
+    # The GPU Operator, node pools and signature policies (docs/platform-model.md).
     _r("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", False),
     _r("NodePool", "karpenter.sh", "v1 v1beta1", "nodepools", False),
     _r("EC2NodeClass", "karpenter.k8s.aws", "v1 v1beta1", "ec2nodeclasses", False),

@@ -2,7 +2,7 @@
 
 Each derived fact is a plain value (dicts, lists, str, int, bool) that both CEL
 engines can read. ``scanner.model.facts`` declares every fact (docs/facts.md lists
-them); RULES.md ("Platform facts") defines the platform's terms.
+them); docs/platform-model.md defines the platform's terms.
 """
 
 from __future__ import annotations

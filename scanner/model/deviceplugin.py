@@ -1,6 +1,6 @@
 """NVIDIA device-plugin sharing configs and the ClusterPolicy that selects them.
 
-RULES.md ("Sharing mode"): a node label ``nvidia.com/device-plugin.config=<key>``
+docs/platform-model.md ("Sharing mode"): a node label ``nvidia.com/device-plugin.config=<key>``
 selects key ``<key>`` of the ConfigMap named by ClusterPolicy
 ``spec.devicePlugin.config.name`` (default key ``spec.devicePlugin.config.default``).
 Each value is YAML ``version: v1`` with ``sharing.timeSlicing`` or ``sharing.mps``

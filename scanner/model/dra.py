@@ -1,6 +1,6 @@
 """DRA: a pod's resource claims, resolved to ResourceClaims, templates and DeviceClasses.
 
-RULES.md ("GPU workload"): a pod also consumes GPUs when it references a
+docs/platform-model.md ("DRA"): a pod also consumes GPUs when it references a
 ResourceClaim or ResourceClaimTemplate whose device requests use a GPU
 DeviceClass: ``gpu.nvidia.com`` or ``mig.nvidia.com`` (the NVIDIA DRA driver's
 classes, GPU by name even when the DeviceClass object is not in scope), or any

@@ -1,4 +1,4 @@
-"""ServiceAccounts and the workload identity a pod's cloud calls use (RULES.md).
+"""ServiceAccounts and the workload identity a pod's cloud calls use (docs/platform-model.md).
 
 Every workload gets ``workload.serviceAccount``:
 
@@ -6,7 +6,7 @@ Every workload gets ``workload.serviceAccount``:
   ``default``, the account Kubernetes gives a pod that names none;
 * ``known``: that ServiceAccount object is in scope (scanned or ``--context-path``).
   A missing binding is only concluded for accounts poolgate can see
-  (DESIGN.md, "absence of evidence"): the ``default`` account too must be in scope;
+  (docs/usage.md, "Scope: what a scan can see"): the ``default`` account too must be in scope;
 * ``identity``: the workload-identity binding, or ``""``: the value of
   ``iam.gke.io/gcp-service-account`` (GKE Workload Identity),
   ``eks.amazonaws.com/role-arn`` (EKS IRSA), ``azure.workload.identity/client-id``

@@ -1,10 +1,10 @@
-"""Namespaces: trust domain, Pod Security level and default-deny coverage (RULES.md).
+"""Namespaces: trust domain, Pod Security level and default-deny coverage (docs/platform-model.md).
 
 Every workload gets ``workload.ns``; every Namespace object in scope is also a
 ``namespace`` subject, seen by rules as the CEL variable ``ns`` (``namespace`` is
 a reserved word in CEL). ``scanner.model.facts`` (``NamespaceFacts``) declares the
-facts. Rules that conclude from something *missing* in a namespace (DESIGN.md,
-"absence of evidence") only do so when ``known`` is true: a Namespace object of that
+facts. Rules that conclude from something *missing* in a namespace (docs/usage.md,
+"Scope: what a scan can see") only do so when ``known`` is true: a Namespace object of that
 name is in scope (scanned, or added with ``--context-path``). ``signatureOptIn`` is there
 because the Sigstore policy-controller only checks opted-in namespaces; for
 ``defaultDeny`` see ``default_deny``; in ``gpuWorkloads`` a controlled pod or

@@ -4,7 +4,7 @@ Live clusters have Nodes; manifest repositories have declarations of the nodes t
 come, which the providers of ``scanner.model.providers`` read (Karpenter ``NodePool``,
 Config Connector ``ContainerNodePool``, Cluster API ``MachineDeployment``). Both become
 the same facts (``scanner.model.facts.NodeFacts``) so pool rules do not care which
-they see (RULES.md, "GPU node", "Node-pool declarations", "Sharing mode").
+they see (docs/platform-model.md, "GPU pools, sharing and targeting").
 
 ``labels`` maps a label key to the list of values the node (or any node of the
 declaration) may carry: one value for a Node, possibly several for a Karpenter

@@ -165,8 +165,8 @@ def attach_targets(
         pool.facts["tenants"] = [
             tenants[pool.facts["name"]][ns] for ns in sorted(tenants[pool.facts["name"]])
         ]
-        # Only tenants whose Namespace is in scope have a known trust domain (DESIGN.md,
-        # scope semantics): an unseen namespace may carry any trust-domain label.
+        # Only tenants whose Namespace is in scope have a known trust domain (docs/usage.md,
+        # "Scope: what a scan can see"): an unseen namespace may carry any trust-domain label.
         pool.facts["trustDomains"] = sorted(
             {t["trustDomain"] for t in pool.facts["tenants"] if t["namespace"] in trust_domain}
         )

@@ -1,6 +1,6 @@
 """Image-signature coverage: which policy in scope verifies which image in which namespace.
 
-Two admission controllers are understood (RULES.md, "Signature-verification coverage"):
+Two admission controllers are understood (docs/platform-model.md, "Signature coverage"):
 
 * **Sigstore policy-controller** ``ClusterImagePolicy`` (``policy.sigstore.dev``):
   ``spec.images[].glob`` matched as ``scanner.model.imagerefs`` describes. The
@@ -285,7 +285,7 @@ def signature_facts(
     ``policies`` (the covering ones), ``known`` and ``reason``.
 
     ``known`` says whether "not covered" rests only on objects in scope
-    (DESIGN.md, "absence of evidence"):
+    (docs/usage.md, "Scope: what a scan can see"):
 
     * covered: always known;
     * some signature policy in scope: the policy set is taken as visible (as for

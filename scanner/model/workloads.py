@@ -40,7 +40,7 @@ from scanner.model.targeting import required_terms
 GPU_RESOURCE = re.compile(
     r"^nvidia\.com/(?:gpu|gpu\.shared|mig-[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)$"
 )
-"""Resource names that make a container a GPU consumer (RULES.md, "GPU workload"):
+"""Resource names that make a container a GPU consumer (docs/platform-model.md):
 ``nvidia.com/mig-<profile>`` takes any profile Kubernetes accepts in a resource name
 (a qualified name: alphanumerics, ``-``, ``_``, ``.``), for the device plugin names MIG
 resources ``"mig-" + profile`` with ``+`` written ``.``: ``mig-1g.10gb.me``,

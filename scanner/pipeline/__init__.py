@@ -19,12 +19,13 @@ from typing import Any, TextIO
 from scanner import __version__
 from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
+from scanner.config.gitref import relative
 from scanner.config.values import Config
 from scanner.console import ProgressPrinter
 from scanner.errors import UsageError
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
-from scanner.findings import baseline, suppress
+from scanner.findings import baseline, fleet, suppress
 from scanner.findings.records import (
     INCOMPLETE_RULES,
     Finding,
@@ -33,7 +34,7 @@ from scanner.findings.records import (
     Outcome,
     sort_findings,
 )
-from scanner.findings.report import Report, RunStats
+from scanner.findings.report import Report, RunStats, Scanned, report_time
 from scanner.inventory import InvalidDocument, Inventory, KubeObject
 from scanner.model import Model, build_model, duplicates
 from scanner.model.cluster import ClusterScope
@@ -161,7 +162,11 @@ def scan_paths(
     report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
     found = f"{report.stats.subjects:,} subjects, {len(report.findings):,} findings"
     _ended(progress, "evaluated", found)
-    return report
+    scanned = Scanned(
+        paths=tuple(shown_path(path, root) for path in paths),
+        context_paths=tuple(shown_path(path, root) for path in context),
+    )
+    return replace(report, scanned=scanned)
 
 
 def _began(progress: ProgressPrinter | None, label: str) -> None:
@@ -172,6 +177,17 @@ def _began(progress: ProgressPrinter | None, label: str) -> None:
 def _ended(progress: ProgressPrinter | None, label: str, outcome: str) -> None:
     if progress is not None:
         progress.done(label, outcome)
+
+
+def shown_path(path: str, root: Path) -> str:
+    """A scanned path as reports name it: repository-relative inside the repository
+    (``.`` for its root), as given outside it and for ``-`` (standard input)."""
+    if path == "-":
+        return path
+    inside = relative(path, root)
+    if inside is None:
+        return path
+    return inside or "."
 
 
 def not_manifests(config: Config) -> Excluded:
@@ -317,6 +333,8 @@ def _evaluate_model(
             subjects=evaluation.subjects,
             unfinished=evaluation.unfinished,
         ),
+        fleet=fleet.summarize(model.pools, model.namespaces),
+        generated_at=report_time(os.environ),
     )
 
 

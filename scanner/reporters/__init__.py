@@ -50,6 +50,7 @@ _MODULES: dict[str, tuple[str, bool]] = {
     "github": ("scanner.reporters.github", True),
     "junit": ("scanner.reporters.junit", False),
     "html": ("scanner.reporters.html", True),
+    "policyreport": ("scanner.reporters.policyreport", False),
 }
 
 FORMATS: tuple[str, ...] = tuple(_MODULES)

@@ -32,8 +32,8 @@ def _text(report: Report, stream: TextIO, write: Writer, drift: Drift) -> None:
     numbers = counts(drift)
     head = ", ".join(f"{numbers[key]} {key}" for key in (NEW, UNCHANGED, RESOLVED))
     if numbers[UNVERIFIED]:
-        head += f", {numbers[UNVERIFIED]} unverified (their rules could not run on them)"
-    stream.write(f"Since the last audit ({safe(drift.previous)}): {head}\n")
+        head += f", {numbers[UNVERIFIED]} unverified ({drift.unchecked})"
+    stream.write(f"Since {drift.since} ({safe(drift.previous)}): {head}\n")
     for finding in drift.new:
         stream.write(
             f"  {NEW:<10} {safe(finding.location.uri)} {finding.level} {finding.rule_id} "
@@ -65,10 +65,21 @@ def _html(report: Report, stream: TextIO, drift: Drift, display: Display) -> Non
 
     numbers = counts(drift)
     rows = [
-        html.ChangeRow(NEW, f.location.uri, str(f.level), f.rule_id, f.message) for f in drift.new
+        html.ChangeRow(
+            NEW,
+            f.location.uri,
+            str(f.level),
+            f.rule_id,
+            f.message,
+            f.ref.logical_name if f.ref is not None else "",
+        )
+        for f in drift.new
     ]
     for state, entries in ((RESOLVED, drift.resolved), (UNVERIFIED, drift.unverified)):
-        rows += [html.ChangeRow(state, *_previous_fields(entry)) for entry in entries]
+        rows += [
+            html.ChangeRow(state, *_previous_fields(entry), _previous_object(entry))
+            for entry in entries
+        ]
     changes = html.Changes(
         previous=drift.previous,
         counts=[
@@ -79,8 +90,18 @@ def _html(report: Report, stream: TextIO, drift: Drift, display: Display) -> Non
         ],
         rows=rows,
         states=drift.states(),
+        since=drift.since,
     )
     html.write(report, stream, changes, display=display)
+
+
+def _previous_object(entry: Mapping[str, Any]) -> str:
+    """``namespace/Kind/name`` of a finding of the previous JSON report, or ``""``."""
+    obj = entry.get("object")
+    if not isinstance(obj, dict):
+        return ""
+    parts = [obj.get("namespace"), obj.get("kind"), obj.get("name")]
+    return "/".join(str(part) for part in parts if isinstance(part, str) and part)
 
 
 def _json(report: Report, stream: TextIO, drift: Drift) -> None:

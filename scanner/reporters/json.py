@@ -46,7 +46,22 @@ findings in the run's deterministic order, indented by 2::
       "notifications": [
         {"level": "warning", "message": "...", "uri": "k8s/x.yaml",
          "line": 3, "column": null, "ruleId": null}   # null when unknown
-      ]
+      ],
+      "fleet": {                  # the GPU pools the run saw (scanner/findings/fleet.py); null
+        "pools": [                # when not recorded
+          {"name": "a100-train",              # pool label value or declaration name;
+                                              # "" for GPU nodes without a pool label
+           "skus": ["a100"], "products": ["NVIDIA-A100-SXM4-80GB"],
+           "sharing": "mig",                  # exclusive | time-slicing | mps | mig |
+                                              # mig+time-slicing | mig+mps | mixed
+           "migStrategies": ["single"],
+           "trustDomains": ["research"],      # of tenants whose Namespace is in scope
+           "tenants": [{"namespace": "ml", "trustDomain": "research", "workloads": 2}],
+           "nodes": 3, "declarations": 0, "gpus": 24,
+           "members": ["Node/gpu-a-1"]}       # as a finding's object is named
+        ],
+        "trustDomains": {"ml": "research"}    # namespace -> trust domain, in scope
+      }
     }
 
 Unlike the text reporter, every finding is listed, suppressed or not: a
@@ -196,6 +211,7 @@ def _document(report: Report) -> dict[str, Any]:
         },
         "findings": [],
         "notifications": [_notification(item) for item in report.notifications],
+        "fleet": report.fleet.as_json() if report.fleet is not None else None,
     }
 
 

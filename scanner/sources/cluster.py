@@ -147,6 +147,11 @@ class Cluster:
     def close(self) -> None:
         self._client.close()
 
+    @property
+    def api_client(self) -> Any:
+        """The client's ``ApiClient``, for requests other than reads (``scanner.publish``)."""
+        return self._client
+
     # -- discovery -----------------------------------------------------------------
 
     def discover(self, resources: Iterable[Resource]) -> dict[Resource, Served | Failure]:

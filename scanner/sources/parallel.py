@@ -1,7 +1,7 @@
 """Loading a large tree of manifests on two cores.
 
 Composing YAML with positions is most of a big scan (libyaml's compose alone is the
-budget's baseline, DESIGN.md), and it is per file. With more than one CPU and enough
+budget's baseline, docs/performance.md), and it is per file. With more than one CPU and enough
 to read, a forked child parses the second part of the file list while this process
 parses the first; the child sends its objects back pickled (plain dicts, line maps,
 read errors, notes) and they join the inventory after this process's own, so the

@@ -14,6 +14,11 @@ unchanged through a real kubeconfig file:
   ``namespaces/<ns>/`` forms, with ``limit``/``continue`` pagination; items of
   built-in kinds come without ``apiVersion``/``kind`` (as kube-apiserver sends
   them), custom resources with them;
+* server-side apply (``PATCH`` with ``application/apply-patch+yaml`` and a
+  ``fieldManager``) and ``DELETE`` (with a uid precondition) of single objects, and
+  ``labelSelector`` (``key=value``) on lists: what ``poolgate audit
+  --publish-reports`` uses on the PolicyReport kinds (``REPORT_KINDS``), each
+  request recorded with its content type and body (``writes``);
 * failure modes a test can ask for: ``403`` ``Status`` objects per resource (and
   per namespace), ``410 Gone`` on a continue token (once), ``429`` with
   ``Retry-After`` and ``5xx`` answers before success, and slow answers that run
@@ -113,6 +118,24 @@ DEFAULT_KINDS: tuple[Kind, ...] = (
     _k("nvidia.com/v1", "ClusterPolicy", "clusterpolicies", False, custom=True),
     _k("metrics.k8s.io/v1beta1", "PodMetrics", "pods", True),
 )
+
+REPORT_KINDS: tuple[Kind, ...] = (
+    _k("wgpolicyk8s.io/v1alpha2", "PolicyReport", "policyreports", True, custom=True),
+    _k("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport", "clusterpolicyreports", False, True),
+)
+"""The PolicyReport CRDs, served when a test adds them (``kinds=DEFAULT_KINDS +
+REPORT_KINDS``): a cluster with Kyverno or Policy Reporter installed."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """One PATCH or DELETE as the server received it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    content_type: str
+    body: bytes
 
 
 # -- certificates ------------------------------------------------------------------
@@ -291,6 +314,8 @@ class ApiServer:
         self.token = token
         self.behaviour = Behaviour()
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
+        self.writes: list[Write] = []
+        self._versions = 1000
         self._lock = threading.Lock()
         self._store: dict[Kind, list[dict[str, Any]]] = {kind: [] for kind in self.kinds}
         by_type = {(kind.api_version, kind.kind): kind for kind in self.kinds}
@@ -378,6 +403,152 @@ class ApiServer:
             return 410, {}, _status(410, "Expired", message), 0.0
         return 200, {}, self._list(kind, namespace, query), 0.0
 
+    def write(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        content_type: str,
+        body: bytes,
+        authenticated: bool,
+    ) -> tuple[int, Any]:
+        """(status, JSON body) for one PATCH (server-side apply only) or DELETE of one
+        object, checked as kube-apiserver checks them."""
+        with self._lock:
+            self.writes.append(Write(method, path, query, content_type, body))
+            self.requests.append((method, path, query))
+        if not authenticated:
+            return 401, _status(401, "Unauthorized", "Unauthorized")
+        target = self._resolve_object([part for part in path.split("/") if part])
+        if target is None:
+            return 404, _status(404, "NotFound", f"the server could not find {path}")
+        kind, namespace, name = target
+        verb = "patch" if method == "PATCH" else "delete"
+        if kind.label in self.behaviour.forbidden:
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            message = (
+                f'{kind.plural}.{kind.group} "{name}" is forbidden: User '
+                f'"system:serviceaccount:poolgate:poolgate-audit" cannot {verb} resource '
+                f'"{kind.plural}" in API group "{kind.group}" {scope}'
+            )
+            return 403, _status(403, "Forbidden", message, kind.plural)
+        fault = self._next_fault(f"{verb} {kind.label}")
+        if fault is not None and fault.status:
+            status, _, answer, _ = self._fault(fault, kind.label)
+            return status, answer
+        if method == "DELETE":
+            return self._delete(kind, namespace, name, body)
+        return self._apply(kind, namespace, name, query, content_type, body)
+
+    def _apply(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        query: dict[str, list[str]],
+        content_type: str,
+        body: bytes,
+    ) -> tuple[int, Any]:
+        if content_type != "application/apply-patch+yaml":
+            message = (
+                "the body of the request was in an unknown format - accepted media types "
+                f"include: application/apply-patch+yaml (got {content_type})"
+            )
+            return 415, _status(415, "UnsupportedMediaType", message)
+        if not query.get("fieldManager", [""])[0]:
+            message = (
+                "PatchOptions.meta.k8s.io is invalid: fieldManager: Required value: "
+                "is required for apply patch"
+            )
+            return 422, _status(422, "Invalid", message)
+        try:
+            obj = yaml.safe_load(body)
+        except yaml.YAMLError as error:
+            return 400, _status(400, "BadRequest", f"error decoding YAML: {error}")
+        if not isinstance(obj, dict) or (obj.get("apiVersion"), obj.get("kind")) != (
+            kind.api_version,
+            kind.kind,
+        ):
+            return 400, _status(400, "BadRequest", "apiVersion and kind do not match the URL")
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, dict) or metadata.get("name") != name:
+            message = f"the name of the object does not match the name on the URL ({name})"
+            return 400, _status(400, "BadRequest", message)
+        if metadata.get("namespace", namespace) != namespace:
+            message = (
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+            return 400, _status(400, "BadRequest", message)
+        namespaces = {
+            item["metadata"]["name"]
+            for known, items in self._store.items()
+            if known.kind == "Namespace"
+            for item in items
+        }
+        if namespace and namespace not in namespaces:
+            body_ = _status(404, "NotFound", f'namespaces "{namespace}" not found', "namespaces")
+            body_["details"]["name"] = namespace
+            return 404, body_
+        with self._lock:
+            self._versions += 1
+            items = self._store[kind]
+            old = self._find(kind, namespace, name)
+            stored = json.loads(json.dumps(obj))
+            stored["metadata"]["uid"] = (
+                old["metadata"]["uid"] if old is not None else f"uid-{self._versions}"
+            )
+            stored["metadata"]["resourceVersion"] = str(self._versions)
+            if namespace:
+                stored["metadata"]["namespace"] = namespace
+            if old is not None:
+                items.remove(old)
+            items.append(stored)
+            items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return (200 if old is not None else 201), stored
+
+    def _delete(self, kind: Kind, namespace: str, name: str, body: bytes) -> tuple[int, Any]:
+        options = json.loads(body) if body else {}
+        wanted = (options.get("preconditions") or {}).get("uid")
+        with self._lock:
+            old = self._find(kind, namespace, name)
+            if old is None:
+                message = f'{kind.plural}.{kind.group} "{name}" not found'
+                return 404, _status(404, "NotFound", message, kind.plural)
+            if wanted is not None and old["metadata"]["uid"] != wanted:
+                message = (
+                    "Precondition failed: UID in precondition: "
+                    f"{wanted}, UID in object meta: {old['metadata']['uid']}"
+                )
+                return 409, _status(409, "Conflict", message, kind.plural)
+            self._store[kind].remove(old)
+        success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        return 200, success
+
+    def _find(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        for item in self._store[kind]:
+            metadata = item["metadata"]
+            if metadata["name"] == name and metadata.get("namespace", "") == namespace:
+                return item
+        return None
+
+    def stored(self, kind: Kind) -> list[dict[str, Any]]:
+        """The objects of ``kind`` the server holds now (reports applied and not deleted)."""
+        with self._lock:
+            return json.loads(json.dumps(self._store[kind]))
+
+    def _resolve_object(self, parts: list[str]) -> tuple[Kind, str, str] | None:
+        """(kind, namespace, name) of an object's path, or None."""
+        if len(parts) < 2:
+            return None
+        found = self._resolve(parts[:-1])
+        if found is None:
+            return None
+        kind, namespace = found
+        if kind.namespaced != bool(namespace):
+            return None
+        return kind, namespace, parts[-1]
+
     def _next_fault(self, key: str) -> Fault | None:
         with self._lock:
             queue = self.behaviour.faults.get(key)
@@ -464,6 +635,9 @@ class ApiServer:
             for item in self._store[kind]
             if not namespace or item["metadata"].get("namespace") == namespace
         ]
+        for term in filter(None, query.get("labelSelector", [""])[0].split(",")):
+            key, _, value = term.partition("=")
+            items = [i for i in items if (i["metadata"].get("labels") or {}).get(key) == value]
         token = query.get("continue", [""])[0]
         start = json.loads(base64.b64decode(token))["start"] if token else 0
         limit = int(query.get("limit", ["0"])[0] or 0)
@@ -546,6 +720,37 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                 pass  # the client gave up waiting (a timeout test)
+
+        def do_PATCH(self) -> None:
+            self._write("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._write("DELETE")
+
+        def _write(self, method: str) -> None:
+            parsed = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            scheme, _, credential = self.headers.get("Authorization", "").partition(" ")
+            bearer = scheme.lower() == "bearer" and credential == server.token
+            certificate = bool(self.connection.getpeercert())  # type: ignore[attr-defined]
+            status, answer = server.write(
+                method,
+                parsed.path,
+                parse_qs(parsed.query),
+                self.headers.get("Content-Type", ""),
+                body,
+                bearer or certificate,
+            )
+            data = json.dumps(answer).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

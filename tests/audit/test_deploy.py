@@ -28,7 +28,7 @@ DRA_KINDS = RESOURCE_CLAIM_KINDS | {"DeviceClass"}
 
 DEPLOY = ROOT / "deploy"
 APISERVER_PLACEHOLDER = "API-SERVER-IP/32"
-"""deploy/networkpolicy.yaml's API server address until the user sets it (README)."""
+"""deploy/networkpolicy.yaml's API server address until the user sets it (docs/audit.md)."""
 
 
 def manifests() -> list[dict[str, Any]]:
@@ -131,7 +131,7 @@ def test_cronjob_runs_the_audit_as_a_dedicated_non_root_identity() -> None:
 
 def test_network_policy_denies_all_but_egress_to_the_api_server() -> None:
     """Found in review: the allow rule had ports but no ``to:``, so the audit pod could
-    reach port 443 and 6443 anywhere, while the README said "API server only". Every
+    reach port 443 and 6443 anywhere, while the docs said "API server only". Every
     egress rule now names its destinations, only ``ipBlock`` addresses (a pod or
     namespace selector would reach other pods), no DNS; as shipped the address is a
     placeholder the API server refuses, so an unset one allows nothing."""
@@ -155,16 +155,16 @@ def test_network_policy_denies_all_but_egress_to_the_api_server() -> None:
         ipaddress.ip_network(APISERVER_PLACEHOLDER)
 
 
-def test_the_readme_says_how_to_set_the_api_server_address() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_say_how_to_set_the_api_server_address() -> None:
+    page = (ROOT / "docs" / "audit.md").read_text()
     text = (DEPLOY / "networkpolicy.yaml").read_text()
-    for where in (readme, text):
+    for where in (page, text):
         assert (
             "kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes"
             in where
         )
         assert f"sed -i 's|{APISERVER_PLACEHOLDER}|" in where
-    assert "**The API server's address.**" in readme
+    assert "\n## The API server's address\n" in page
 
 
 def test_every_kind_the_model_knows_is_listable() -> None:

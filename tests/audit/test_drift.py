@@ -66,7 +66,7 @@ def test_unchecked_findings_are_not_resolved(tmp_path: Path) -> None:
     )
     assert changes.resolved == ()
     assert sorted(e["ruleId"] for e in changes.unverified) == ["PG301", "PG604"]
-    # The text report calls them what JSON and the README do (found in review).
+    # The text report calls them what JSON and docs/audit.md do (found in review).
     out = io.StringIO()
     drift_report.wrap("text", lambda r, s: None, changes)(make_report(), out)
     lines = out.getvalue().splitlines()

@@ -201,7 +201,7 @@ def _findings(
 
 def _owned_by(bodies: list[dict[str, Any]], kind: str) -> set[str]:
     """Kinds of objects a ``kind`` object controls: without their controller they are
-    checked as themselves (README, "Controlled objects are checked once")."""
+    checked as themselves (docs/audit.md, "Controlled objects are checked once")."""
     return {
         str(body["kind"])
         for body in bodies

@@ -151,7 +151,7 @@ def test_workloads_are_60_to_120_lines(corpus: list[CorpusFile]) -> None:
 
 
 def test_bytes_per_object_near_the_reference_corpus(tmp_path: Path) -> None:
-    # DESIGN.md's reference: 10,000 objects = 17.7 MB in 1,343 files.
+    # The budget's reference corpus (docs/performance.md): 10,000 objects = 17.7 MB in 1,343 files.
     info = write_corpus(tmp_path, 1000)
     assert 1500 < info.bytes / info.objects < 2000
     assert 6 < info.objects / info.files < 9

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_snapshot_shape_option() -> None:
 
 
 def test_the_snapshot_as_a_ratio_to_compose_when_both_ran() -> None:
-    """The snapshot budget is seconds on DESIGN.md's machine; beside it, the ratio to
+    """The snapshot budget is seconds on its reference machine; beside it, the ratio to
     libyaml's compose of the 10,000-object corpus in the same run, which a faster or
     slower host does not change (that machine composed it in 2.4-2.8 s)."""
     report = Report(machine={}, sizes=[size(10_000, 2.0, 2.9)])
@@ -116,7 +117,7 @@ def test_the_snapshot_as_a_ratio_to_compose_when_both_ran() -> None:
     lines = verdicts(report)
     assert lines[-1] == (
         "  snapshot 5k nodes + 100k pods, wall / libyaml compose of 10,000 objects "
-        "(same run, any host; no verdict): 5.25x, where the budget on DESIGN.md's "
+        "(same run, any host; no verdict): 5.25x, where the budget on its reference "
         "machine is 5.36-6.25x"
     )
     report.sizes = [size(1_000, 0.2, 0.5)]  # no 10,000-object compose: no ratio
@@ -157,3 +158,41 @@ def test_pools_options(tmp_path: Path) -> None:
     (tmp_path / "scanner").mkdir()
     (tmp_path / "scanner" / "__main__.py").write_text("")
     assert parse_args(["--against", str(tmp_path)]).against == tmp_path.resolve()
+
+
+def test_one_file_against_another_checkout(tmp_path: Path) -> None:
+    """The one-file scan in both checkouts, alternating: each side's runs are its own
+    checkout's (here a fake one whose ``scanner`` fails), and the report says both."""
+    from benchmarks.run import _alternating, format_report
+
+    other = tmp_path / "other"
+    (other / "scanner").mkdir(parents=True)
+    (other / "scanner" / "__init__.py").write_text("")
+    (other / "scanner" / "__main__.py").write_text("raise SystemExit(7)\n")
+    target = tmp_path / "one.yaml"
+    target.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    args = parse_args(["--against", str(other), "--timeout", "120"])
+    args.env = None
+    argv = [sys.executable, "-m", "scanner", "scan", str(target), "--format", "json"]
+    mine, theirs = _alternating(argv, args)
+    assert len(mine.runs) == 5 and mine.error is None
+    assert theirs.runs == [] and theirs.error is not None and theirs.error.startswith("exit 7")
+
+    report = Report(machine=_machine(), one_file=Measured(runs=[0.2]), against=str(other))
+    report.one_file_against = Measured(runs=[0.25])
+    lines = format_report(report).splitlines()
+    mark = lines.index("one small file (pre-commit, start-up included): 0.200 s (median of 1)")
+    assert lines[mark + 1] == (
+        f"  against {other}: 0.250 s, alternating run by run; this/against 0.80x"
+    )
+
+
+def _machine() -> dict[str, object]:
+    return {
+        "python": "3",
+        "platform": "p",
+        "cpus": 2,
+        "pyyaml": "6",
+        "libyaml": True,
+        "loadavg_start": None,
+    }

@@ -1,6 +1,6 @@
 """The analysis of CEL expressions and rules (scanner/cel/analysis.py, scanner/cel/walk.py):
-what they read, their conjuncts, nesting and refs; comments and optional syntax change
-nothing of what a rule reads."""
+what they read, their conjuncts, nesting and refs, the macros of Kubernetes' CEL
+included; comments and optional syntax change nothing of what a rule reads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scanner.audit import reads as relation
-from scanner.cel import analysis
+from scanner.cel import analysis, cpp_available, get_engine
 from scanner.cel.analysis import (
     ANY,
     ITERATED,
@@ -23,6 +23,7 @@ from scanner.cel.analysis import (
     analyze_rule,
     to_json,
 )
+from scanner.errors import RuleLoadError
 from scanner.evaluate.optimize.projection import projection, reads_instance_facts_only
 from scanner.ruleset.load import Rule, bundled_rules_dir, load_rules
 
@@ -127,6 +128,88 @@ def test_reads_in_the_else_branch_on_controlled_are_marked() -> None:
 )
 def test_only_workload_controlled_alone_marks_a_branch(source: str) -> None:
     assert not any(read.unless_controlled for read in analyze(source).value_reads())
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (  # over a list: an index and an element
+            "workload.containers.all(i, c, i < 4 && c.image != '')",
+            {
+                ("workload", ("containers",), ITERATED),
+                ("workload", ("containers", ANY, "image"), WHOLE),
+            },
+        ),
+        (
+            "object.metadata.labels.exists(k, v, k.startsWith('a') && v == '')",
+            {
+                ("object", ("metadata", "labels"), ITERATED),
+                ("object", ("metadata", "labels", ANY), WHOLE),
+            },
+        ),
+        (
+            "workload.containers.existsOne(c, c.gpu)",
+            {
+                ("workload", ("containers",), ITERATED),
+                ("workload", ("containers", ANY, "gpu"), WHOLE),
+            },
+        ),
+        (
+            "workload.containers.existsOne(i, c, c.gpu)",
+            {
+                ("workload", ("containers",), ITERATED),
+                ("workload", ("containers", ANY, "gpu"), WHOLE),
+            },
+        ),
+        (  # the result is new: read whole where used, made of what the body read
+            "workload.containers.transformList(i, c, c.name).size() > 0",
+            {
+                ("workload", ("containers",), ITERATED),
+                ("workload", ("containers", ANY, "name"), WHOLE),
+            },
+        ),
+        (  # with a filter
+            "m.transformList(k, v, v.on, v.name)",
+            {("m", (), ITERATED), ("m", (ANY, "on"), WHOLE), ("m", (ANY, "name"), WHOLE)},
+        ),
+        (
+            "m.transformMap(k, v, v.x)",
+            {("m", (), ITERATED), ("m", (ANY, "x"), WHOLE)},
+        ),
+        (
+            "m.transformMapEntry(k, v, {k: v.y})",
+            {("m", (), ITERATED), ("m", (ANY, "y"), WHOLE)},
+        ),
+        (  # optMap binds the optional's value, as cel.bind does
+            "object.?spec.optMap(s, s.replicas).orValue(1)",
+            {("object", ("spec",), REACHED), ("object", ("spec", "replicas"), WHOLE)},
+        ),
+        (
+            "object.?spec.optFlatMap(s, s.?replicas)",
+            {("object", ("spec",), REACHED), ("object", ("spec", "replicas"), WHOLE)},
+        ),
+    ],
+)
+def test_what_the_kubernetes_macros_read(
+    source: str, expected: set[tuple[str, tuple[str | None, ...], str]]
+) -> None:
+    """The two-variable comprehensions and the optional macros of Kubernetes' CEL: the
+    comprehension variables are not variables, their elements are read as elements."""
+    assert reads(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a.all(i, x, b.existsOne(y, c.transformList(j, z, z)))",
+        "a.transformMap(k, v, b.transformMapEntry(k2, v2, c.exists(k3, v3, true)))",
+        "a.existsOne(x, b.transformList(i, y, y > 0, c.all(z, true)))",
+    ],
+)
+def test_the_kubernetes_comprehensions_nest(source: str) -> None:
+    """They count toward the nesting limit as the standard macros do (budget.py)."""
+    assert analyze(source).nesting == 3
+    assert analyze(f"d.all(w, {source})").nesting == 4
 
 
 def test_nesting_counts_bodies_not_ranges() -> None:
@@ -235,8 +318,67 @@ def test_a_comment_reads_the_same_kinds_and_facts() -> None:
 
 
 def test_optional_syntax_reads_the_same_kinds_and_facts() -> None:
-    """The engines do not take optional syntax yet; the analysis reads it already."""
     assert _what_it_reads(_OPTIONAL) == _what_it_reads(_PLAIN)
+
+
+_RULE = """\
+id: {id}
+name: host-sharing-{number}
+level: error
+summary: s.
+description: d.
+remediation: r.
+subject: workload
+violations: |
+  {violations}
+"""
+_PLAIN_RULE = (
+    "(has(workload.podSpec.hostNetwork) && workload.podSpec.hostNetwork == true)"
+    " || ('hostIPC' in workload.podSpec && workload.podSpec['hostIPC'] == true)"
+    " ? [{'message': 'shares the node in ' + workload.namespace, 'path': workload.podSpecPath}]"
+    " : []"
+)
+_OPTIONAL_RULE = (
+    "workload.?podSpec.?hostNetwork.orValue(false) == true"
+    " || workload.podSpec[?'hostIPC'].orValue(false) == true"
+    " ? [{'message': 'shares the node in ' + workload.namespace, 'path': workload.podSpecPath}]"
+    " : []"
+)
+
+
+@pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
+def test_a_rule_with_optional_syntax_loads_and_reads_as_the_rule_without(tmp_path: Path) -> None:
+    """On the default engine, which runs optional syntax: the same kinds, facts and
+    projection, and the same findings on the rule fixtures of PG302 (host namespaces).
+    The portable engine refuses the rule at load, naming the feature."""
+    from scanner import pipeline
+    from scanner.sources.files import load_paths
+
+    for rule_id, violations in (("ACME901", _PLAIN_RULE), ("ACME902", _OPTIONAL_RULE)):
+        (tmp_path / f"{rule_id}.yaml").write_text(
+            _RULE.format(id=rule_id, number=rule_id[-3:], violations=violations)
+        )
+    options = pipeline.ScanOptions(engine="cpp", rule_dirs=[tmp_path], include_bundled=False)
+    ruleset = pipeline.load_ruleset(options)
+    plain, optional = sorted(ruleset.rules, key=lambda rule: rule.id)
+    assert optional.analysis == plain.analysis
+    assert relation.fact_kinds(optional.analysis) != relation.ALL_KINDS
+    assert projection(optional.analysis) == projection(plain.analysis) == {
+        "namespace": None, "podSpec": frozenset({"hostNetwork", "hostIPC"}), "podSpecPath": None
+    }  # fmt: skip
+
+    repo = Path(__file__).resolve().parents[2]
+    inventory = load_paths([str(repo / "fixtures" / "rules" / "PG302")], repo)
+    report = pipeline.evaluate_inventory(inventory, ruleset, repo)
+    found = {
+        rule_id: sorted((f.message, str(f.location), f.level.value, f.outcome.value)
+                        for f in report.findings if f.rule_id == rule_id)
+        for rule_id in ("ACME901", "ACME902")
+    }  # fmt: skip
+    assert found["ACME901"] and found["ACME902"] == found["ACME901"]
+
+    with pytest.raises(RuleLoadError, match="optional syntax"):
+        load_rules([tmp_path], get_engine("python"))
 
 
 def test_every_bundled_rule_reads_the_same_with_comments(tmp_path: Path) -> None:

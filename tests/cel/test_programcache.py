@@ -136,3 +136,40 @@ def test_the_newest_entries_are_kept(monkeypatch: pytest.MonkeyPatch, cache_dir:
     reread = ProgramCache("test")
     assert reread.get(key("0", "bool")) is None
     assert reread.get(key("2", "bool")) == b"data-2"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("object.spec.containers.map(c, c.name)", ["app"]),  # the standard runtime
+        ("quantity('1Gi').isGreaterThan(quantity('1G'))", True),  # the full one
+        ("{'b': 1, 'a': 2}.transformList(k, v, k)", ["a", "b"]),  # rewritten
+    ],
+)
+def test_programs_of_either_runtime_are_restored(
+    monkeypatch: pytest.MonkeyPatch, source: str, expected: object
+) -> None:
+    first = fresh_engine()
+    first.compile(source, ResultKind.ANY)
+    first.save_cache()
+    no_compiling(monkeypatch)
+    engine = fresh_engine()
+    restored = engine.compile(source, ResultKind.ANY)
+    assert restored.evaluate(engine.activation({"object": OBJECT})) == expected
+
+
+def test_the_identity_hashes_the_code_that_checks_and_rewrites_programs() -> None:
+    """A changed library, literal check or rewrite must not meet a program stored by
+    the code before it."""
+    vetted = {path.name for path in cpp_module.vetting_code()}
+    kubernetes = {path.name for path in (Path(cpp_module.__file__).parent / "k8s").glob("*.py")}
+    assert {"cpp.py", "budget.py", "checked.py"} | kubernetes <= vetted
+    assert {"rewrite.py", "literals.py", "quantity.py", "runtime.py"} <= kubernetes
+
+
+def test_a_program_cannot_be_restored_without_its_runtime_byte(cache_dir: Path) -> None:
+    """Entries name the runtime that plans them; one without that byte compiles again."""
+    engine = fresh_engine()
+    engine._cache.put(key(SOURCE, "bool"), b"\x00garbage")
+    program = engine.compile(SOURCE, ResultKind.BOOL)
+    assert program.evaluate(engine.activation({"object": OBJECT})) is True

@@ -418,10 +418,10 @@ def test_init_target_refuses_to_overwrite(tmp_path: Path) -> None:
         template.init_target(str(tmp_path / "missing" / "c.yaml"), force=False)
 
 
-def test_readme_example_is_valid_and_complete(tmp_path: Path) -> None:
-    """The README's configuration example loads with no warning (it names every key)."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Configuration") :]
+def test_docs_example_is_valid_and_complete(tmp_path: Path) -> None:
+    """docs/configuration.md's example loads with no warning (it names every key)."""
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    section = page[page.index("# Configuration") :]
     example = section[section.index("```yaml\n") + 8 : section.index("```\n", 10)]
     (tmp_path / "policy" / "rules").mkdir(parents=True)
     loaded = configfile.load(write(tmp_path / ".poolgate.yaml", example))

@@ -1,4 +1,4 @@
-"""Absence of evidence (DESIGN.md): namespace, identity, RuntimeClass and signature rules
+"""Absence of evidence (docs/usage.md, "Scope"): namespace, identity, RuntimeClass and signature rules
 conclude from something missing only where the scan, or ``--context``, can see."""
 
 from __future__ import annotations

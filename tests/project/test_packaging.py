@@ -25,12 +25,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_contains_rules_schemas_and_console_script(wheel: Path) -> None:
+def test_wheel_contains_rules_schemas_assets_and_console_script(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     rules = {Path(rule).name for rule in (ROOT / "rules").glob("*.yaml")}
     shipped = {Path(n).name for n in names if n.startswith("scanner/bundled_rules/")}
     assert rules and rules == shipped
     assert "scanner/schemas/rule.schema.json" in names
+    assert "scanner/reporters/report.js" in names  # the HTML report's script
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "poolgate = scanner.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -56,3 +57,14 @@ def test_installed_wheel_finds_its_rules_outside_a_checkout(wheel: Path, tmp_pat
     )  # fmt: skip
     assert listing.returncode == 0, listing.stderr
     assert "PG301" in listing.stdout
+    # The HTML report reads its script from the package: a page written by the
+    # installed wheel carries it.
+    manifest = workdir / "pod.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
+    page = workdir / "report.html"
+    written = subprocess.run(
+        [sys.executable, "-m", "scanner", "scan", str(manifest), "--format", "html", "-o", str(page)],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert written.returncode in (0, 1), written.stderr
+    assert 'getElementById("filters")' in page.read_text(encoding="utf-8")

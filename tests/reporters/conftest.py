@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from scanner.config.provenance import Comparison, PolicyChange, PolicyFile, PolicyRecord
+from scanner.findings.fleet import Fleet, PoolSummary, Tenant
 from scanner.findings.records import (
     Finding,
     Level,
@@ -156,6 +157,76 @@ POLICY_JSON = {
     },
 }
 """``POLICY`` as the JSON report's ``config`` and SARIF's ``poolgateConfig`` spell it."""
+
+
+FLEET = Fleet(
+    pools=(
+        PoolSummary(
+            name="h100-shared",
+            skus=("h100",),
+            products=("NVIDIA-H100-80GB-HBM3",),
+            sharing="time-slicing",
+            mig_strategies=(),
+            trust_domains=("research", "serving"),
+            tenants=(Tenant("ml", "research", 2), Tenant("serve", "serving", 1)),
+            nodes=2,
+            declarations=0,
+            gpus=16,
+            members=("Node/gpu-node-1", "Node/gpu-node-2"),
+        ),
+        PoolSummary(
+            name="a100-mig",
+            skus=("a100",),
+            products=(),
+            sharing="mig",
+            mig_strategies=("single",),
+            trust_domains=(),
+            tenants=(),
+            nodes=0,
+            declarations=1,
+            gpus=0,
+            members=("NodePool/a100-mig",),
+        ),
+    ),
+    trust_domains={"ml": "research", "serve": "serving"},
+)
+"""Two pools: one time-sliced across two trust domains whose first node has a finding
+(PG401 on ``gpu-node-1``), one MIG pool declared by a Karpenter NodePool."""
+
+FLEET_JSON = {
+    "pools": [
+        {
+            "name": "h100-shared",
+            "skus": ["h100"],
+            "products": ["NVIDIA-H100-80GB-HBM3"],
+            "sharing": "time-slicing",
+            "migStrategies": [],
+            "trustDomains": ["research", "serving"],
+            "tenants": [
+                {"namespace": "ml", "trustDomain": "research", "workloads": 2},
+                {"namespace": "serve", "trustDomain": "serving", "workloads": 1},
+            ],
+            "nodes": 2,
+            "declarations": 0,
+            "gpus": 16,
+            "members": ["Node/gpu-node-1", "Node/gpu-node-2"],
+        },
+        {
+            "name": "a100-mig",
+            "skus": ["a100"],
+            "products": [],
+            "sharing": "mig",
+            "migStrategies": ["single"],
+            "trustDomains": [],
+            "tenants": [],
+            "nodes": 0,
+            "declarations": 1,
+            "gpus": 0,
+            "members": ["NodePool/a100-mig"],
+        },
+    ],
+    "trustDomains": {"ml": "research", "serve": "serving"},
+}
 
 
 def _make_report(**changes: object) -> Report:

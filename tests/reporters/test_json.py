@@ -12,7 +12,7 @@ from scanner.findings.report import Report, RunStats
 from scanner.reporters import json as json_reporter
 from scanner.reporters.json import to_document
 
-from .conftest import POLICY, POLICY_JSON
+from .conftest import FLEET, FLEET_JSON, POLICY, POLICY_JSON
 
 Render = Callable[[Report, str], str]
 
@@ -24,9 +24,18 @@ def _load(report: Report, render: Render) -> dict[str, Any]:
 
 def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
     document = _load(report, render)
-    assert list(document) == ["version", "tool", "config", "summary", "findings", "notifications"]
+    assert list(document) == [
+        "version",
+        "tool",
+        "config",
+        "summary",
+        "findings",
+        "notifications",
+        "fleet",
+    ]
     assert document["version"] == 1
     assert document["config"] is None  # a report built without a policy record
+    assert document["fleet"] is None  # nor a fleet
     assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}
     assert document["summary"] == {
         "findings": 3,
@@ -61,6 +70,14 @@ def test_the_config_record_names_source_digests_and_work_tree_changes(
         "baseline": None,
         "workTreeChanges": None,
     }
+
+
+def test_the_fleet_lists_every_pool_with_its_tenants_and_members(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    document = _load(make_report(fleet=FLEET), render)
+    assert document["fleet"] == FLEET_JSON
+    assert list(document)[-1] == "fleet"
 
 
 def test_every_finding_is_listed_in_order_with_its_state(report: Report, render: Render) -> None:

@@ -160,7 +160,9 @@ def _bind(rule: Rule, engine: Engine) -> Rule | None:
 
     def wrap(bindings: Sequence[tuple[str, str]], body: Program, result: ResultKind) -> Program:
         source = let_source(bindings, body.source, params)
-        return BoundProgram(body.source, engine.compile(source, result))
+        # The sources inside passed Kubernetes' literal checks when the rule loaded; the
+        # map literal binding them may mix types (an int and a list), which they refuse.
+        return BoundProgram(body.source, engine.compile(source, result, literal_checks=False))
 
     try:
         condition = rule.condition
@@ -214,7 +216,9 @@ def let_source(variables: Sequence[tuple[str, str]], body: str, params: str | No
     scope = ""
     for level in levels:
         entries = [f"{json.dumps(name)}: variables[{json.dumps(name)}]" for name in bound]
-        entries += [f"{json.dumps(name)}: (\n{source}\n)" for name, source in level]
+        # dyn(): cel-cpp types a map literal by joining its values' types, where dyn
+        # gives way to any other (a string beside a dyn map made ``variables.grant`` a string).
+        entries += [f"{json.dumps(name)}: dyn(\n{source}\n)" for name, source in level]
         values = f"{{{', '.join(entries)}}}"
         scope = f"[{scope}].map(variables, {values})[0]" if scope else values
         bound.extend(name for name, _ in level)

@@ -1,7 +1,7 @@
 """Node-pool providers: the objects that declare the nodes to come, one file each.
 
-Manifest repositories have no Nodes; they declare node pools (RULES.md, "Node-pool
-declarations"). A provider reads one declaration object into a ``Declaration``: the
+Manifest repositories have no Nodes; they declare node pools (docs/platform-model.md,
+"GPU nodes"). A provider reads one declaration object into a ``Declaration``: the
 labels and taints its nodes get, the labels the provider adds itself, whether its
 nodes have GPUs and how many, and the node identity; ``scanner.model.nodes`` turns it
 into the same ``node`` facts a Node has. Adding a provider is one file here with a

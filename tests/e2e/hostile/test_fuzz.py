@@ -5,7 +5,7 @@ the result, and the two CEL engines (independent implementations) report the sam
 findings. Kubernetes-shaped objects (workloads with random containers, security
 contexts, GPU resources with random quantities, wrong types in odd places) reach
 deep into the rules; YAML-ish noise reaches into the parser. For longer runs, see
-fuzz/fuzz_yaml.py (atheris) and README.md, "Fuzzing".
+fuzz/fuzz_yaml.py (atheris) and docs/development.md, "Fuzzing".
 """
 
 from __future__ import annotations

@@ -201,7 +201,9 @@ COUNT_CASES = [
     ("false && object.l.all(x, true)", 0),  # && and || short-circuit
     ("object.l.size() > 0 || object.l.all(x, true)", 0),
     ("true ? object.l.map(x, x) : object.l.map(x, x)", 5),
-    ("object.m.all(k, object.m[k] > 0)", 3),
+    # a map's keys are read (one iteration each), sorted, then iterated
+    ("object.m.all(k, object.m[k] > 0)", 6),
+    ("object.m.exists(k, k == 'a')", 5),  # sorted: stops at the first key
     ("object.l.all(x, x == 0 ? object.l.exists(y, y == 1) : object.l.all(y, y.foo))", 28),
 ]
 

@@ -32,6 +32,7 @@ import sys
 import tomllib
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -43,6 +44,10 @@ from tool_check import tool_missing
 
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / "examples" / "github-workflow.yml"
+EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
+"""Every example workflow: pull requests and a nightly audit through a kubeconfig
+secret (``github-workflow.yml``), and nightly audits signed in to EKS and GKE."""
+CLOUD_EXAMPLES = [ROOT / "examples" / "nightly-eks.yml", ROOT / "examples" / "nightly-gke.yml"]
 REQUIREMENTS = ROOT / "requirements" / "action.txt"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
@@ -62,10 +67,11 @@ def _tool(name: str) -> str:
 
 def test_action_and_workflow_match_githubs_schemas() -> None:
     tool = _tool("check-jsonschema")
-    for schema, path in (
+    assert WORKFLOW in EXAMPLES and all(path in EXAMPLES for path in CLOUD_EXAMPLES)
+    for schema, path in [
         ("vendor.github-actions", ACTION),
-        ("vendor.github-workflows", WORKFLOW),
-    ):
+        *(("vendor.github-workflows", example) for example in EXAMPLES),
+    ]:
         done = subprocess.run(
             [tool, "--builtin-schema", schema, str(path)],
             capture_output=True,
@@ -80,7 +86,8 @@ def test_zizmor_auditor_finds_nothing() -> None:
     review: ``secrets-outside-env`` on the example's kubeconfig secret)."""
     tool = _tool("zizmor")
     done = subprocess.run(
-        [tool, "--offline", "--persona", "auditor", "--format", "json", str(ACTION), str(WORKFLOW)],
+        [tool, "--offline", "--persona", "auditor", "--format", "json", str(ACTION)]
+        + [str(example) for example in EXAMPLES],
         capture_output=True,
         text=True,
         timeout=300,
@@ -95,27 +102,42 @@ def test_zizmor_auditor_finds_nothing() -> None:
 
 
 def test_no_expression_is_interpolated_into_a_script() -> None:
-    workflow = yaml.safe_load(WORKFLOW.read_text())
     steps = list(_action()["runs"]["steps"])
-    for job in workflow["jobs"].values():
-        steps += job["steps"]
+    for example in EXAMPLES:
+        for job in yaml.safe_load(example.read_text())["jobs"].values():
+            steps += job["steps"]
     scripts = [step["run"] for step in steps if "run" in step]
-    assert len(scripts) >= 5
+    assert len(scripts) >= 15
     for script in scripts:
         assert "${{" not in script, script
 
 
+def _example_steps(path: Path) -> list[dict[str, Any]]:
+    workflow = yaml.safe_load(path.read_text())
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
 def test_every_action_reference_is_pinned_by_commit() -> None:
+    """The action's and the examples' actions, each by full commit SHA with the
+    release it is in a comment (for Dependabot and Renovate, and for a reader)."""
+    for example in EXAMPLES:
+        text = example.read_text()
+        for step in _example_steps(example):
+            if "uses" in step:
+                assert PINNED.match(step["uses"]), (example.name, step["uses"])
+                if not step["uses"].startswith("poolgate/poolgate@"):
+                    assert f"{step['uses']} # v" in text, (example.name, step["uses"])
     steps = [step for step in _action()["runs"]["steps"] if "uses" in step]
     assert [step["uses"].split("@")[0] for step in steps] == [
         "actions/cache/restore",
         "actions/cache/save",
         "github/codeql-action/upload-sarif",
+        "actions/upload-artifact",
     ]
     for step in steps:
         assert PINNED.match(step["uses"]), step["uses"]
     text = ACTION.read_text()
-    for name in ("actions/cache/restore", "actions/cache/save", "upload-sarif"):
+    for name in ("actions/cache/restore", "actions/cache/save", "upload-sarif", "upload-artifact"):
         assert re.search(rf"{name}@[0-9a-f]{{40}} # v\d+\.\d+\.\d+\n", text), name
 
 
@@ -134,14 +156,16 @@ def _poolgate_pins(workflow: dict[str, Any]) -> list[str]:
 
 
 def test_the_example_pins_a_commit_whose_action_is_this_one() -> None:
-    """The example workflow pins poolgate by commit for the scan and the audit's
-    install alike, and the pinned action.yml is this one: found in review, the example
+    """The example workflows pin poolgate by commit for the scan and the audits'
+    installs alike, and the pinned action.yml is this one: found in review, the example
     pinned the commit that added action.yml, whose scan step imported Python files
     from the pull request's checkout. Changing action.yml fails this test until the
     pin moves to a commit that has the change."""
-    pins = _poolgate_pins(yaml.safe_load(WORKFLOW.read_text()))
-    assert len(pins) == 2 and len(set(pins)) == 1, pins  # the scan and the install
-    sha = pins[0]
+    pins = {path.name: _poolgate_pins(yaml.safe_load(path.read_text())) for path in EXAMPLES}
+    assert len(pins[WORKFLOW.name]) == 2  # the scan and the install
+    for path in CLOUD_EXAMPLES:
+        assert len(pins[path.name]) == 1, pins  # the install
+    [sha] = {pin for names in pins.values() for pin in names}
     assert re.fullmatch(r"[0-9a-f]{40}", sha), sha
     program = shutil.which("git")
     if program is None or not (ROOT / ".git").exists():
@@ -175,16 +199,18 @@ def _pip_installs(script: str) -> list[list[str]]:
 
 def _assert_hash_pinned_install(script: str, source: str) -> None:
     """Two installs: everything but poolgate from the hash-pinned file, wheels only;
-    then poolgate's own source with nothing resolved, built or fetched."""
+    then poolgate's own source with nothing resolved, built or fetched. Neither
+    byte-compiles every module (most of the install's time)."""
     assert _pip_installs(script) == [
         [
+            "--no-compile",
             "--require-hashes",
             "--only-binary",
             ":all:",
             "--requirement",
             f"{source}/requirements/action.txt",
         ],
-        ["--no-deps", "--no-build-isolation", "--no-index", source],
+        ["--no-compile", "--no-deps", "--no-build-isolation", "--no-index", source],
     ]
 
 
@@ -193,12 +219,51 @@ def test_the_install_is_hash_pinned() -> None:
     whatever versions of the dependencies and of hatchling (the isolated build) the
     index served that day, unhashed."""
     _assert_hash_pinned_install(_step("install")["run"], "$GITHUB_ACTION_PATH")
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    [install] = [
-        step for step in workflow["jobs"]["audit"]["steps"] if "pip" in step.get("run", "")
-    ]
-    _assert_hash_pinned_install(install["run"], "$src")
-    assert 'src="$GITHUB_WORKSPACE/poolgate-src"' in install["run"]
+    for example in [WORKFLOW, *CLOUD_EXAMPLES]:
+        workflow = yaml.safe_load(example.read_text())
+        [install] = [
+            step for step in workflow["jobs"]["audit"]["steps"] if "pip" in step.get("run", "")
+        ]
+        _assert_hash_pinned_install(install["run"], "$src")
+        assert 'src="$GITHUB_WORKSPACE/poolgate-src"' in install["run"]
+
+
+@pytest.mark.parametrize("example", CLOUD_EXAMPLES, ids=lambda path: path.stem)
+def test_the_cloud_examples_sign_in_with_oidc(example: Path) -> None:
+    """The EKS and GKE audits sign in with GitHub's OIDC token (``id-token: write``, on
+    the audit job only, in an environment the cloud's trust can name) and reach the
+    cluster through the kubeconfig's exec plugin: no secret, no stored key or
+    kubeconfig. The sign-in comes after the install, so pip never runs with cloud
+    credentials. tests/audit/test_nightly_examples.py runs the steps that follow."""
+    text = example.read_text()
+    workflow = yaml.safe_load(text)
+    assert workflow["permissions"] == {}
+    [(name, job)] = workflow["jobs"].items()
+    assert name == "audit" and job["environment"] == "cluster-audit"
+    assert job["permissions"] == {
+        "contents": "read",
+        "security-events": "write",
+        "id-token": "write",
+    }
+    assert "secrets." not in text and "credentials_json" not in text
+    assert "aws-access-key-id" not in text
+    steps = job["steps"]
+    actions = [step["uses"].split("@")[0] for step in steps if "uses" in step]
+    runs = {step["name"]: step["run"] for step in steps if "run" in step}
+    if example.stem == "nightly-eks":
+        assert actions[2:3] == ["aws-actions/configure-aws-credentials"]
+        [signin] = [s for s in steps if "configure-aws-credentials" in s.get("uses", "")]
+        assert signin["with"]["role-to-assume"].startswith("arn:aws:iam::")
+        assert "aws eks update-kubeconfig" in runs["Connect to the cluster"]
+    else:
+        assert actions[2:4] == ["google-github-actions/auth", "google-github-actions/setup-gcloud"]
+        [signin] = [s for s in steps if "google-github-actions/auth" in s.get("uses", "")]
+        assert "/workloadIdentityPools/" in signin["with"]["workload_identity_provider"]
+        [gcloud] = [s for s in steps if "setup-gcloud" in s.get("uses", "")]
+        assert gcloud["with"]["install_components"] == "gke-gcloud-auth-plugin"
+        assert "gcloud container clusters get-credentials" in runs["Connect to the cluster"]
+    names = [step.get("name", "") for step in steps]
+    assert names.index("Install poolgate") < names.index(signin["name"])
 
 
 def _requirements_file() -> dict[str, tuple[Requirement, list[str]]]:
@@ -316,6 +381,10 @@ class Runner:
     def uploads(self) -> list[dict[str, str]]:
         return [with_ for name, with_ in self.used if name == "github/codeql-action/upload-sarif"]
 
+    @property
+    def artifacts(self) -> list[dict[str, str]]:
+        return [with_ for name, with_ in self.used if name == "actions/upload-artifact"]
+
     def evaluate(self, expression: str) -> str:
         if "||" in expression:  # the first operand that is not empty
             values = (self.evaluate(part.strip()) for part in expression.split("||"))
@@ -325,7 +394,9 @@ class Runner:
             value: Any = self.github
             for part in parts[1:]:
                 value = value.get(part, {}) if isinstance(value, dict) else {}
-            return value if isinstance(value, str) else ""
+            if isinstance(value, bool):  # as the runner turns them into text
+                return "true" if value else "false"
+            return str(value) if isinstance(value, str | int) else ""
         if parts[0] == "inputs" and len(parts) == 2:
             return self.inputs[parts[1]]
         if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
@@ -422,6 +493,7 @@ def test_steps_scan_annotate_summarize_and_fail_on_a_bad_manifest(tmp_path: Path
     assert runner.outputs["scan"] == {
         "exit-code": "1",
         "sarif-file": "poolgate.sarif",
+        "reports-dir": "",
         "findings": "1",
     }
     assert runner.action_output("findings") == "1"
@@ -451,6 +523,7 @@ def test_steps_pass_on_a_clean_manifest_and_upload_can_be_turned_off(tmp_path: P
     assert runner.outputs["scan"] == {
         "exit-code": "0",
         "sarif-file": "out/p.sarif",
+        "reports-dir": "",
         "findings": "0",
     }
     assert runner.uploads == []
@@ -476,8 +549,13 @@ def test_inputs_are_data_never_shell(tmp_path: Path) -> None:
     assert not marker.exists()
     assert runner.outputs["scan"]["exit-code"] == "2"
     assert runner.outputs["scan"]["sarif-file"] == ""
-    # Nothing installed, so no download cache; no SARIF, no upload.
-    assert runner.skipped == ["restore", "actions/cache/save", "github/codeql-action/upload-sarif"]
+    # Nothing installed, so no download cache; no SARIF, no upload, no reports.
+    assert runner.skipped == [
+        "restore",
+        "actions/cache/save",
+        "github/codeql-action/upload-sarif",
+        "actions/upload-artifact",
+    ]
     assert "no such file or directory" in runner.logs["scan"].stderr
 
 
@@ -582,13 +660,22 @@ elif sys.argv[1:4] != ["-I", "-m", "pip"]:
             [
                 *pip,
                 "install",
+                "--no-compile",
                 "--require-hashes",
                 "--only-binary",
                 ":all:",
                 "--requirement",
                 requirements,
             ],
-            [*pip, "install", "--no-deps", "--no-build-isolation", "--no-index", str(ROOT)],
+            [
+                *pip,
+                "install",
+                "--no-compile",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                str(ROOT),
+            ],
             [*pip, "check"],
         ]
         assert [cache_dir for _, cache_dir in calls[2:5]] == [cache["path"]] * 3
@@ -660,8 +747,22 @@ def _pull_request(tmp_path: Path) -> tuple[Path, str]:
     return workspace, base
 
 
-def _pull_request_event(base: str) -> dict[str, Any]:
-    return {"event_name": "pull_request", "event": {"pull_request": {"base": {"sha": base}}}}
+REPOSITORY = "acme/gpu-platform"
+
+
+def _pull_request_event(base: str, head: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``github`` context of a ``pull_request`` event; ``head`` is the payload's
+    ``pull_request.head`` (by default a branch of this repository)."""
+    pull_request = {
+        "number": 7,
+        "base": {"sha": base, "repo": {"full_name": REPOSITORY, "fork": False}},
+        "head": head or {"repo": {"full_name": REPOSITORY, "fork": False}},
+    }
+    return {
+        "event_name": "pull_request",
+        "repository": REPOSITORY,
+        "event": {"pull_request": pull_request},
+    }
 
 
 def test_a_pull_request_is_judged_by_its_bases_policy(tmp_path: Path) -> None:
@@ -757,3 +858,204 @@ def test_the_summary_counts_suppressed_and_baselined_findings(tmp_path: Path) ->
     assert "**0 finding(s)**" in summary
     assert "Not counted above: 1 suppressed, 1 in the baseline." in summary
     assert "; baseline `bl.json`." in summary
+
+
+FORK = {"repo": {"full_name": "mallory/gpu-platform", "fork": True}}
+DELETED_FORK: dict[str, Any] = {"repo": None}
+"""A pull request whose fork was deleted since: the payload's ``head.repo`` is null."""
+
+
+@pytest.mark.parametrize("head", [FORK, DELETED_FORK], ids=["fork", "deleted-fork"])
+def test_a_pull_request_from_a_fork_gets_its_findings_without_an_upload(
+    tmp_path: Path, head: dict[str, Any]
+) -> None:
+    """A pull request from a fork runs with a read-only token, so the SARIF upload failed
+    and the job went red there, before the findings step. The upload is now left out
+    (``upload: auto``), and the findings still come as annotations and in the job
+    summary, which says why; the job still fails on the findings, as the last step."""
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "k8s/"}, github=_pull_request_event(base, head))
+    assert runner.run() == 1
+    assert runner.uploads == []
+    assert "github/codeql-action/upload-sarif" in runner.skipped
+    assert runner.outputs["plan"]["fork"] == "true"
+    assert "the SARIF is not uploaded to code scanning" in runner.logs["plan"].stdout
+    assert "::error file=k8s/app.yaml,line=13,col=13,title=PG301" in runner.logs["scan"].stdout
+    assert runner.outputs["scan"]["findings"] == "1"
+    summary = runner.summary.read_text()
+    assert "**1 finding(s)** (1 error, 0 warning, 0 note); exit code 1" in summary
+    assert (
+        "Pull request from a fork: its token cannot write to code scanning, so the SARIF was "
+        "not uploaded; the findings are in the annotations and this summary.\n"
+    ) in summary
+    failed = runner.logs["fail"]  # the last step, after the summary
+    assert failed.returncode == 1
+    assert "poolgate scan exited with 1" in failed.stderr
+
+
+@pytest.mark.parametrize(
+    ("head", "upload", "uploaded"),
+    [
+        (None, "auto", True),  # a branch of the repository: its token may write
+        (FORK, "true", True),  # a private repository that sends write tokens to forks
+        (None, "false", False),
+        (FORK, "false", False),
+    ],
+)
+def test_the_upload_input_decides_where_no_fork_is_involved(
+    tmp_path: Path, head: dict[str, Any] | None, upload: str, uploaded: bool
+) -> None:
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "upload": upload}
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base, head))
+    assert runner.run() == 1
+    assert runner.uploads == (
+        [{"sarif_file": "poolgate.sarif", "category": "poolgate"}] if uploaded else []
+    )
+    assert "Pull request from a fork" not in runner.summary.read_text()
+    assert runner.logs["fail"].returncode == 1
+
+
+def test_a_fork_can_keep_its_sarif_as_an_artifact(tmp_path: Path) -> None:
+    workspace, base = _pull_request(tmp_path)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "reports": "sarif"}
+    runner = Runner(workspace, scratch, inputs, github=_pull_request_event(base, FORK))
+    assert runner.run() == 1
+    assert runner.uploads == []
+    [artifact] = runner.artifacts
+    assert artifact["name"] == "poolgate-reports"
+    copied = Path(artifact["path"]) / "poolgate.sarif"
+    assert copied.read_bytes() == (workspace / "poolgate.sarif").read_bytes()
+    summary = runner.summary.read_text()
+    assert (
+        "the findings are in the annotations and this summary, and the SARIF in the artifact "
+        "`poolgate-reports`.\n"
+    ) in summary
+
+
+def test_reports_are_kept_as_an_artifact_named_for_the_category(tmp_path: Path) -> None:
+    """``reports: html, junit json,sarif`` writes each report into a fresh directory of
+    the run (out of the checkout) and uploads it as one artifact per category; the
+    category's slash, which artifact names refuse, becomes a dash."""
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "reports": "html, junit json,sarif", "category": "poolgate/k8s"}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 1
+    reports = Path(runner.outputs["scan"]["reports-dir"])
+    assert reports.parent == scratch and reports.name.startswith("poolgate-reports.")
+    assert stat.S_IMODE(reports.stat().st_mode) == 0o700
+    assert runner.action_output("reports-dir") == str(reports)
+    assert sorted(path.name for path in reports.iterdir()) == [
+        "poolgate.html",
+        "poolgate.json",
+        "poolgate.junit.xml",
+        "poolgate.sarif",
+    ]
+    assert runner.artifacts == [
+        {"name": "poolgate-k8s-reports", "path": str(reports), "if-no-files-found": "error"}
+    ]
+    assert [
+        f["ruleId"] for f in json.loads((reports / "poolgate.json").read_text())["findings"]
+    ] == ["PG301"]
+    junit = ElementTree.parse(reports / "poolgate.junit.xml").getroot()
+    assert junit.tag == "testsuites" and junit.get("failures") == "1"
+    assert "PG301" in (reports / "poolgate.html").read_text()
+    assert runner.uploads == [{"sarif_file": "poolgate.sarif", "category": "poolgate/k8s"}]
+    assert (
+        "Reports in the artifact `poolgate-k8s-reports`: `poolgate.html`, `poolgate.json`, "
+        "`poolgate.junit.xml`, `poolgate.sarif`.\n"
+    ) in runner.summary.read_text()
+    assert runner.logs["fail"].returncode == 1
+
+
+def test_no_reports_artifact_when_poolgate_wrote_none(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, CLEAN)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    runner = Runner(workspace, scratch, {"paths": "missing/", "reports": "html"})
+    assert runner.run() == 2
+    assert runner.outputs["scan"]["reports-dir"] == ""
+    assert "actions/upload-artifact" in runner.skipped
+    assert "Reports in the artifact" not in runner.summary.read_text()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"upload": "yes"}, "the upload input must be auto, true or false"),
+        ({"reports": "html,pdf"}, "the reports input lists html, junit, json or sarif"),
+        ({"reports": "html;touch {marker}"}, "the reports input lists html, junit, json or sarif"),
+        ({"reports": "$(touch {marker})"}, "the reports input lists html, junit, json or sarif"),
+    ],
+)
+def test_a_bad_input_stops_the_action_before_the_install(
+    tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    marker = tmp_path / "pwned"
+    inputs = {name: value.format(marker=marker) for name, value in inputs.items()}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 2
+    assert list(runner.logs) == ["plan"]  # nothing installed, scanned or uploaded
+    assert runner.used == []
+    assert f"poolgate: {message}" in runner.logs["plan"].stderr
+    assert not marker.exists()
+
+
+RUNTIME_CLASS = (
+    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: other\nhandler: other\n"
+)
+
+
+def test_context_paths_are_joined_but_not_reported(tmp_path: Path) -> None:
+    """``context-paths`` passes the platform's own objects (here its RuntimeClasses and a
+    privileged agent) to the scan: the workload's runtimeClassName is judged against
+    them (PG109), and nothing in them is reported."""
+    workload = CLEAN.replace("    spec:\n", "    spec:\n      runtimeClassName: nvidia\n", 1)
+    workspace = _workspace(tmp_path, workload)
+    (workspace / "platform").mkdir()
+    (workspace / "platform" / "runtime.yaml").write_text(RUNTIME_CLASS + "---\n" + PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    without = Runner(workspace, scratch, {"paths": "k8s/", "upload": "false"})
+    assert without.run() == 0
+    runner = Runner(
+        workspace, scratch, {"paths": "k8s/", "context-paths": "platform/\n", "upload": "false"}
+    )
+    assert runner.run() == 1
+    sarif = json.loads((workspace / "poolgate.sarif").read_text())
+    found = [
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+        for r in sarif["runs"][0]["results"]
+    ]
+    assert found == [("PG109", "k8s/app.yaml")]
+
+
+def test_a_context_path_named_like_an_option_is_a_path(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, PRIVILEGED)
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    inputs = {"paths": "k8s/", "context-paths": "--fail-on=never", "upload": "false"}
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 2
+    assert "--fail-on=never: no such file or directory" in runner.logs["scan"].stderr
+    (workspace / "--fail-on=never").mkdir()  # an existing directory is context
+    runner = Runner(workspace, scratch, inputs)
+    assert runner.run() == 1
+    assert runner.outputs["scan"]["findings"] == "1"
+
+
+def test_the_context_option_is_named_in_one_place() -> None:
+    """The scan's option for context paths is being renamed (``--context`` to
+    ``--context-path``): the action names it once, so the rename is one line."""
+    assert len(re.findall(r"--context(?:-path)?\b", ACTION.read_text())) == 1

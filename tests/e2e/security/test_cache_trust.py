@@ -78,7 +78,8 @@ def _records(content: bytes) -> list[tuple[bytes, bytes]]:
 def _empty_program() -> bytes:
     from scanner.cel import cpp
 
-    return bytes(cpp.new_env().compile("[]").serialize())
+    engine = cpp.CppEngine()  # stored as the engine stores a program: checked, vetted
+    return engine._prepare(engine.checker.compile("[]"), "[]", True)
 
 
 def _empty_list_under_every_key(content: bytes) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from scanner import pipeline
 from scanner.cel import Engine, ResultKind, cpp_available, get_engine
-from scanner.errors import CelEvalError
+from scanner.errors import CelError, CelEvalError
 from scanner.evaluate import fast
 from scanner.evaluate.optimize.binding import bind, let_source
 from scanner.evaluate.plan import PAYS_FROM, RulePlan, RunShape
@@ -122,9 +122,10 @@ def test_only_engines_that_convert_per_activation_are_bound() -> None:
 
 def test_rule_whose_wrapped_program_does_not_compile_keeps_the_plain_path() -> None:
     engine = get_engine("cpp")
-    # Alone, ``variables.why`` is dyn and compiles as a string expression; bound, the
-    # checker sees a map of bools and refuses it. The rule then runs as written.
-    rule = _rule([("ok", "true"), ("why", "false")], "[]", engine)
+    # Alone, the body nests three comprehensions, the most the cost limit allows; bound,
+    # the wrapping adds one level and the program is refused. The rule then runs as written.
+    body = "[1].filter(a, [1].all(b, [1].all(c, true))).map(a, {'message': 'x'})"
+    rule = _rule([("ok", "true"), ("why", "false")], body, engine)
     assert bind_rules([rule], engine) == {}
 
 
@@ -248,8 +249,14 @@ def test_params_are_bound_outermost_as_a_literal(name: str) -> None:
     params = '{"minutes": 10, "ratio": 0.5, "names": ["é", "a\\nb"], "on": true, "none": null}'
     variables = [("limit", "params.minutes * 60")]
     body = "[variables.limit, params.ratio, params.names, params.on, params.none]"
-    program = engine.compile(let_source(variables, body, params), ResultKind.ANY)
+    # As bind_rules compiles them: without Kubernetes' literal checks, which the sources
+    # inside passed on their own (the parameters' map literal mixes types).
+    source = let_source(variables, body, params)
+    program = engine.compile(source, ResultKind.ANY, literal_checks=False)
     assert program.evaluate(engine.activation(ACTIVATION)) == [600, 0.5, ["é", "a\nb"], True, None]
+    if name == "cpp":
+        with pytest.raises(CelError, match="expected type"):
+            engine.compile(source, ResultKind.ANY)
 
 
 def test_a_rule_with_params_shares_the_subject_activation() -> None:
