@@ -186,7 +186,7 @@ class KubeObject:
     origin: Origin
     lines: LineMap
     context_only: bool = False
-    """True for objects added with ``--context``: used for joins, never reported on."""
+    """True for objects added with ``--context-path``: used for joins, never reported on."""
     _ref: ObjectRef | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -309,7 +309,7 @@ class Inventory:
         self.excluded += other.excluded
 
     def reportable(self) -> Iterator[KubeObject]:
-        """Objects findings may be reported on (not ``--context`` ones)."""
+        """Objects findings may be reported on (not ``--context-path`` ones)."""
         return (obj for obj in self.objects if not obj.context_only)
 
 

@@ -1,6 +1,6 @@
 """The report options ``scan`` and ``audit`` share, and the one loop that writes
 their reports: each ``--format`` with its ``--output``, each shown as its reader
-asked (``scanner.reporters.Display``), in colour only on a terminal.
+asked (``scanner.reporters.Display``), in colour as ``--color`` says.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from scanner import console
 from scanner.cli.options import option_group
 from scanner.errors import UsageError
 from scanner.findings.records import Level
@@ -124,14 +125,9 @@ def write_reports(
 
 
 def _color(destination: Destination) -> bool:
-    """Colour for a text report on a terminal, unless ``NO_COLOR`` is set."""
-    return (
-        destination.is_stdout
-        and destination.format == "text"
-        and sys.stdout is not None
-        and sys.stdout.isatty()
-        and "NO_COLOR" not in os.environ
-    )
+    """Colour for a text report on standard output as ``--color`` says (on a terminal
+    by default); a report written to a file never has any."""
+    return destination.is_stdout and destination.format == "text" and console.color_on(sys.stdout)
 
 
 def _default_format() -> str:

@@ -59,7 +59,8 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A 1-based region in an artifact. ``uri`` is repository-relative or ``cluster://``."""
+    """A 1-based region in an artifact. ``uri`` is repository-relative or ``cluster://``;
+    line and column are 0 for an object of a cluster, which has no position."""
 
     uri: str
     line: int
@@ -70,6 +71,13 @@ class Location:
     def __reduce__(self) -> tuple[type[Location], tuple[str, int, int, str]]:
         """Pickled as its fields (``Finding.__reduce__``)."""
         return (Location, (self.uri, self.line, self.column, self.path))
+
+    def shown(self) -> str:
+        """``uri:line:column`` as editors jump to it; the bare URI where there is no
+        position (line 0: an object read from a cluster has no file and no lines)."""
+        if self.line <= 0:
+            return self.uri
+        return f"{self.uri}:{self.line}" + (f":{self.column}" if self.column > 0 else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ object runs is the controller's current one:
   a Deployment; a Job owned by a CronJob, a JobSet (``jobset.x-k8s.io``), an MPIJob
   (its launcher) or a RayJob (its submitter); a RayCluster owned by a RayJob. The
   owner must be in the same namespace, have the uid the reference names, be reported
-  on (not ``--context``) and have produced a workload (a valid pod template);
+  on (not ``--context-path``) and have produced a workload (a valid pod template);
 * the object must run the owner's current template: a ReplicaSet climbs to its
   Deployment, and a Job to its CronJob, only while their templates agree (an old
   ReplicaSet of a rollout that moved on, or a Job made before the CronJob changed, is

@@ -21,6 +21,7 @@ from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
 from scanner.config.gitref import relative
 from scanner.config.values import Config
+from scanner.console import ProgressPrinter
 from scanner.errors import UsageError
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
@@ -131,17 +132,20 @@ def scan_paths(
     now: datetime.datetime | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     exclude: Sequence[str] = (),
+    progress: ProgressPrinter | None = None,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
     ``context`` paths add objects the model joins with but no rule reports on.
     Helm charts and Kustomizations found under ``paths`` are rendered (``render``).
     ``exclude`` patterns (``--exclude``) leave out paths besides the config's.
+    ``progress`` is told each stage as it starts and ends (``scan --progress``).
     """
     root = repo_root or find_repo_root(Path.cwd())
     check_context_paths(context)
     render_roots: list[Path] = []
     excluded = not_manifests(ruleset.config, exclude, root)
+    _began(progress, "reading files")
     inventory = load_paths(
         paths,
         root,
@@ -150,23 +154,40 @@ def scan_paths(
         max_file_size=max_file_size,
         excluded=excluded,
     )
+    _ended(progress, "read", f"{inventory.files:,} files, {len(inventory.objects):,} objects")
     if render_roots:
         options = render or RenderOptions()
-        inventory.extend(
-            render_directories(
-                render_roots, root, options, max_file_size=max_file_size, excluded=excluded
-            )
+        _began(progress, f"rendering {len(render_roots):,} charts and kustomizations")
+        rendered = render_directories(
+            render_roots, root, options, max_file_size=max_file_size, excluded=excluded
         )
+        inventory.extend(rendered)
+        _ended(progress, "rendered", f"{len(rendered.objects):,} objects")
     notes: list[Notification] = []
     if context:
+        _began(progress, "reading --context-path")
         objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
+        _ended(progress, "context", f"{len(objects):,} objects")
+    _began(progress, f"evaluating {len(ruleset.rules):,} rules")
     report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    found = f"{report.stats.subjects:,} subjects, {len(report.findings):,} findings"
+    _ended(progress, "evaluated", found)
     scanned = Scanned(
         paths=tuple(shown_path(path, root) for path in paths),
         context_paths=tuple(shown_path(path, root) for path in context),
     )
     return replace(report, scanned=scanned)
+
+
+def _began(progress: ProgressPrinter | None, label: str) -> None:
+    if progress is not None:
+        progress.step(label)
+
+
+def _ended(progress: ProgressPrinter | None, label: str, outcome: str) -> None:
+    if progress is not None:
+        progress.done(label, outcome)
 
 
 def shown_path(path: str, root: Path) -> str:
@@ -202,12 +223,14 @@ def not_manifests(
 
 
 def check_context_paths(paths: Sequence[str]) -> None:
-    """Fail before reading anything when a ``--context`` path is unusable."""
+    """Fail before reading anything when a ``--context-path`` path is unusable."""
     for path in paths:
         if path == "-":
-            raise UsageError("--context cannot read standard input", hint="name a file")
+            raise UsageError("--context-path cannot read standard input", hint="name a file")
         if not os.path.exists(path):
-            raise UsageError(f"--context {path}: no such file or directory", hint="check the path")
+            raise UsageError(
+                f"--context-path {path}: no such file or directory", hint="check the path"
+            )
 
 
 def load_context(
@@ -216,7 +239,7 @@ def load_context(
     scanned: Inventory,
     excluded: Excluded = NOTHING_EXCLUDED,
 ) -> tuple[list[KubeObject], list[Notification]]:
-    """Objects from ``--context`` paths (marked ``context_only``) and notes about them.
+    """Objects from ``--context-path`` paths (marked ``context_only``) and notes about them.
 
     Files that are also scanned are left out (their objects are reported on). A
     context document that does not parse makes the run incomplete; other invalid

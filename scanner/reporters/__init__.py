@@ -27,7 +27,7 @@ class Display:
     show_suppressed: bool = False
     """List suppressed findings (``--show-suppressed``); they are counted either way."""
     color: bool = False
-    """ANSI colours: the text report on a terminal, unless ``NO_COLOR`` is set."""
+    """ANSI colours (``--color``; by default on a terminal: ``scanner.console.color_on``)."""
     verbose: bool = False
     """Count skipped non-Kubernetes documents in the summary line (``--verbose``)."""
     fail_on: str = "error"

@@ -77,7 +77,8 @@ findings in the run's deterministic order, indented by 2::
 
 Unlike the text reporter, every finding is listed, suppressed or not: a
 consumer decides what to show from ``suppression``, exactly as with SARIF.
-Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``.
+Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``. An
+object read from a cluster has no position: its ``line`` and ``column`` are null.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
         f'      "outcome": {text(item["outcome"])},\n'
         '      "location": {\n'
         f'        "uri": {text(location["uri"])},\n'
-        f'        "line": {int(location["line"])},\n'
-        f'        "column": {int(location["column"])},\n'
+        f'        "line": {_position(location["line"])},\n'
+        f'        "column": {_position(location["column"])},\n'
         f'        "path": {text(location["path"])}\n'
         "      },\n"
         f'      "object": {obj},\n'
@@ -194,6 +195,11 @@ def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
         + ("" if state is None else f',\n      "drift": {text(state)}')
         + "\n    }"
     )
+
+
+def _position(value: int | None) -> str:
+    """A line or column: a number, or null for an object of a cluster (no position)."""
+    return "null" if value is None else str(int(value))
 
 
 def _string(value: str) -> str:
@@ -269,8 +275,8 @@ def _finding(finding: Finding, fingerprint: str, rules: Mapping[str, RuleDoc]) -
         "outcome": finding.outcome.value,
         "location": {
             "uri": finding.location.uri,
-            "line": finding.location.line,
-            "column": finding.location.column,
+            "line": finding.location.line or None,
+            "column": finding.location.column or None,
             "path": finding.location.path,
         },
         "object": None

@@ -200,7 +200,7 @@ def _output(findings: Sequence[Finding], threshold: Level | None) -> str:
 
 
 def _finding_line(finding: Finding) -> str:
-    where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
+    where = finding.location.shown()
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
     path = f" ({finding.location.path})" if finding.location.path else ""
     return _clean(f"{where} {label} {finding.message}{path}")

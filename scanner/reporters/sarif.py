@@ -12,8 +12,10 @@ Choices that matter to consumers:
   results whose index is wrong.
 * File URIs are repository-relative, percent-encoded and anchored at
   ``%SRCROOT%`` (declared in ``originalUriBaseIds``) so results land on the right
-  file after checkout; ``cluster://`` URIs of live objects are absolute and carry
-  no base. Every result also names its object as a logical location.
+  file after checkout. Every result names its object as a logical location; an
+  object read from a cluster has only that (no file, no lines), with its
+  ``cluster://`` URI in the logical location's ``properties.uri``; a notification
+  about one has that URI as its artifact, absolute and with no base.
 * ``partialFingerprints["poolgate/v2"]`` is the finding's fingerprint in the run
   (rule, object identity, field path, file and rendered unit, repeats numbered:
   ``scanner.findings.records``), so alerts survive edits that only move lines, and
@@ -314,19 +316,22 @@ def _result(om: Any, finding: Finding, rule_index: int, fingerprint: str) -> Any
 
 
 def _location(om: Any, finding: Finding) -> Any:
-    logical = None
-    if finding.ref is not None:
-        logical = [
-            om.LogicalLocation(
-                name=finding.ref.name,
-                fully_qualified_name=finding.ref.logical_name,
-                kind="resource",
-            )
-        ]
     where = finding.location
+    if finding.ref is None:
+        return om.Location(physical_location=_physical(om, where.uri, where.line, where.column))
+    live = where.uri.startswith(_CLUSTER_SCHEME)
+    logical = om.LogicalLocation(
+        name=finding.ref.name,
+        fully_qualified_name=finding.ref.logical_name,
+        kind="resource",
+        # An object of a cluster has no file and no region: which cluster it is in.
+        properties={"uri": cluster_uri(where.uri)} if live else None,
+    )
+    if live:
+        return om.Location(logical_locations=[logical])
     return om.Location(
         physical_location=_physical(om, where.uri, where.line, where.column),
-        logical_locations=logical,
+        logical_locations=[logical],
     )
 
 

@@ -33,22 +33,12 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from scanner.console import paint as _paint_style
 from scanner.errors import printable
 from scanner.findings.records import Finding, Notification, Outcome
 from scanner.findings.report import Report
 from scanner.reporters import PLAIN, Display
 from scanner.reporters.tally import RuleCount, by_rule, summary_line, tally
-
-_RESET = "\x1b[0m"
-_STYLES = {
-    "error": "\x1b[31m",  # red
-    "warning": "\x1b[33m",  # yellow
-    "note": "\x1b[36m",  # cyan
-    "rule-error": "\x1b[35m",  # magenta
-    "header": "\x1b[1m",  # bold
-    "suppressed": "\x1b[2m",  # dim
-    "help": "\x1b[2m",  # dim
-}
 
 
 def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
@@ -94,7 +84,7 @@ def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
 
 
 def _finding_line(finding: Finding, paint: _Paint) -> str:
-    where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
+    where = finding.location.shown()
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
     where = printable(where, line_start=True)  # a file named ::error ... starts the line
     line = f"{where} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
@@ -141,15 +131,14 @@ def _notification_line(notification: Notification, paint: _Paint) -> str:
 
 
 class _Paint:
-    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+    """Wraps text in ANSI styles (``scanner.console.STYLES``), or leaves it alone when
+    colour is off."""
 
     def __init__(self, enabled: bool) -> None:
         self._enabled = enabled
 
     def __call__(self, style: str, text: str) -> str:
-        if not self._enabled:
-            return text
-        return f"{_STYLES[style]}{text}{_RESET}"
+        return _paint_style(style, text, self._enabled)
 
 
 def safe(text: str) -> str:

@@ -20,7 +20,7 @@ def test_findings_are_grouped_under_their_file(report: Report, render: Render) -
         "  see poolgate rules show PG001",  # a rule the run did not list: no name
         "",
         "cluster://prod@eks/v1/Node/gpu-node-1",
-        "cluster://prod@eks/v1/Node/gpu-node-1:1:1 note PG401 node has no pool label",
+        "cluster://prod@eks/v1/Node/gpu-node-1 note PG401 node has no pool label",
         "  node-pool-label: poolgate rules show PG401",
         "",
         "k8s/train.yaml",
