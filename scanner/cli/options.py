@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -63,5 +64,14 @@ def option_group(name: str, build: type[Any], options: Sequence[Decorator]) -> D
 
 
 def split_ids(values: Sequence[str]) -> list[str]:
-    """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
-    return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    """``--disable PG101,PG102 --disable PG103`` -> ids, built-in ones upper-cased (an
+    admission policy loaded as a rule keeps its name: ``--disable gpu-pool-contract``)."""
+    return [
+        part.upper() if _BUILT_IN_ID.fullmatch(part) else part
+        for value in values
+        for part in (item.strip() for item in value.split(","))
+        if part
+    ]
+
+
+_BUILT_IN_ID: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*[0-9]{3}")

@@ -57,9 +57,9 @@ def rules_list(fmt: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
 def rules_show(rule_id: str, rule_dirs: tuple[Path, ...], cel_engine: str) -> int:
     from scanner.ruleset import catalog
 
-    wanted = rule_id.strip().upper()
+    wanted = {rule_id.strip(), rule_id.strip().upper()}  # PG301 or pg301; a policy's name
     for rule in _all_rules(rule_dirs, cel_engine):
-        if rule.id == wanted:
+        if rule.id in wanted:
             echo(catalog.render_rule(rule), nl=False)
             return EXIT_OK
     raise UsageError(f"no rule {rule_id}", hint="see `poolgate rules list`")

@@ -402,10 +402,10 @@ def findings(rule: Rule, subject: Subject, namespaces: Mapping[str, Any]) -> lis
         return []
     found = []
     for path, body in _judged(policy, subject.obj.body):
-        refused = oversize("object", body)
+        refused = oversize("object", body) if policy.iterates else None
         request = request_for(body, namespaces)
         if refused is not None:
-            if policy.match and _matches(policy.match, request, constraints=True):
+            if _matches(policy.match, request, constraints=True):
                 found.append(stamp.refused(rule, subject, refused))
             continue
         for verdict in evaluate_policy(policy, request):

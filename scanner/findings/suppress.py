@@ -45,10 +45,16 @@ INVALID_RULE: Final = "PG004"
 IN_SOURCE: Final = "in-source"
 EXTERNAL: Final = "external"
 
-_ID: Final = r"[A-Za-z][A-Za-z0-9]*[0-9]{3}"
-# A newline always starts a new entry; a comma only when a rule id (then "=", a comma
-# or the end) follows, so reasons may contain commas.
-_ENTRY_START: Final = re.compile(rf"\s*{_ID}\s*(?:=|$)")
+_BUILT_IN_ID: Final = r"[A-Za-z][A-Za-z0-9]*[0-9]{3}"
+_DNS_LABEL: Final = r"[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?"
+_IMPORTED_ID: Final = rf"{_DNS_LABEL}(?:/{_DNS_LABEL})?"
+"""An admission policy loaded as a rule: its DNS-1123 name, or ``policy/rule``."""
+_ID: Final = rf"(?:{_BUILT_IN_ID}|{_IMPORTED_ID})"
+# A newline always starts a new entry; a comma only when a rule id follows (a built-in
+# one then "=", a comma or the end; a loaded policy's name then "="), so reasons may
+# contain commas.
+_ENTRY_START: Final = re.compile(rf"\s*{_BUILT_IN_ID}\s*(?:=|$)")
+_IMPORTED_START: Final = re.compile(rf"\s*({_IMPORTED_ID})\s*=")
 _ENTRY: Final = re.compile(rf"(?P<id>{_ID})\s*(?:=(?P<reason>.*))?")
 _ANNOTATION_PATH: Final = join_path(join_path("metadata", "annotations"), IGNORE_ANNOTATION)
 
@@ -78,7 +84,7 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     reasons: dict[str, str] = {}
     problems: list[str] = []
     lines = value.strip().splitlines()
-    for raw in (part for line in lines for part in _entries(line)):
+    for raw in (part for line in lines for part in _entries(line, known_rules)):
         entry = raw.strip().strip(",").strip()
         if not entry:
             continue
@@ -86,7 +92,7 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
         if parsed is None:
             problems.append(f"{IGNORE_ANNOTATION} entry {_quote(entry)} is not RULE=reason")
             continue
-        rule_id = parsed["id"].upper()
+        rule_id = _rule_id(parsed["id"], known_rules)
         reason = " ".join((parsed["reason"] or "").split())
         if rule_id not in known_rules:
             problems.append(
@@ -107,18 +113,31 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     return Ignore(reasons, tuple(problems))
 
 
-def _entries(line: str) -> list[str]:
+def _rule_id(written: str, known_rules: Collection[str]) -> str:
+    """The rule an entry names: a built-in id in any case (``pg301``), else an
+    imported policy's name as written."""
+    if written not in known_rules and re.fullmatch(_BUILT_IN_ID, written):
+        return written.upper()
+    return written
+
+
+def _entries(line: str, known_rules: Collection[str]) -> list[str]:
     """``line`` cut at the commas that start an entry (``_ENTRY_START`` on what follows,
-    up to the next comma). Each piece is read once: splitting with a regular expression
-    that begins with ``\\s*`` retried every blank of a long run of blanks (quadratic in
-    an annotation the input writes)."""
+    up to the next comma, or a known rule's imported id and ``=``). Each piece is read
+    once: splitting with a regular expression that begins with ``\\s*`` retried every
+    blank of a long run of blanks (quadratic in an annotation the input writes)."""
     groups: list[list[str]] = []
     for part in line.split(","):
-        if groups and not _ENTRY_START.match(part):
+        if groups and not _ENTRY_START.match(part) and not _imported_start(part, known_rules):
             groups[-1].append(part)
         else:
             groups.append([part])
     return [",".join(group) for group in groups]
+
+
+def _imported_start(part: str, known_rules: Collection[str]) -> bool:
+    found = _IMPORTED_START.match(part)
+    return found is not None and found.group(1) in known_rules
 
 
 def _quote(text: str) -> str:

@@ -87,14 +87,14 @@ class Compiler:
         for name in used:
             unknowns |= variables[name].unknowns
         if AUTHORIZER in read.roots:
-            return Expression(source, None, frozenset(unknowns), used)
+            return Expression(source, None, frozenset(unknowns), used, read.iterates)
         try:
             program = self.engine.compile(source, result)
         except CelError as error:
             at = f" (expression line {error.line}, column {error.column})" if error.line else ""
             self.problems.append(f"{where}: CEL {error.message}{at}")
             return None
-        return Expression(source, program, frozenset(unknowns), used)
+        return Expression(source, program, frozenset(unknowns), used, read.iterates)
 
 
 def _variables_read(

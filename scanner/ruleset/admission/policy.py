@@ -57,6 +57,8 @@ class Expression:
     variables followed."""
     variables: tuple[str, ...]
     """The policy variables it reads, directly or through others, in policy order."""
+    iterates: bool = False
+    """It holds a comprehension (``scanner.cel.budget``: not run on oversized objects)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,15 @@ class Policy:
     ``match`` matches (as ``kyverno apply`` does)."""
     pod_controllers: bool = False
     """Kyverno autogen: a Pod policy also judges the pod templates of controllers."""
+
+    @property
+    def iterates(self) -> bool:
+        """Any of its expressions holds a comprehension."""
+        named = (*self.conditions, *self.variables)
+        checks = [(c.expression, c.message_expression) for c in self.checks]
+        return any(e.iterates for _, e in named) or any(
+            e is not None and e.iterates for pair in checks for e in pair
+        )
 
 
 def plural(group: str, kind: str) -> str:
