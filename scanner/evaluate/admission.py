@@ -44,6 +44,7 @@ from scanner.model import Subject
 from scanner.model.selectors import label_selector_matches
 from scanner.ruleset.admission.policy import (
     AUTHORIZER,
+    NAMESPACE_NAME,
     NAMESPACE_OBJECT,
     USER_INFO,
     Binding,
@@ -292,7 +293,11 @@ class _Judge:
             return "it calls authorizer, which is not available offline"
         if USER_INFO in expression.unknowns:
             return "it reads request.userInfo, which is not known offline"
-        if NAMESPACE_OBJECT in expression.unknowns and self.request.namespace is UNKNOWN:
+        if self.request.namespace is not UNKNOWN:
+            return None
+        if NAMESPACE_NAME in expression.unknowns and not self._namespace():
+            return "it reads namespaceObject, and the object names no namespace"
+        if NAMESPACE_OBJECT in expression.unknowns:
             return f"it reads namespaceObject, and namespace {self._namespace()!r} is not in scope"
         return None
 
@@ -380,7 +385,10 @@ class _Evaluation:
 
     def _activation(self) -> Any:
         request = self.judge.request
-        namespace = request.namespace if request.namespace is not UNKNOWN else None
+        namespace = request.namespace
+        if namespace is UNKNOWN:  # only its name is read (``Judge.unknown``)
+            name = request.metadata.get("namespace")
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         return self.judge.policy.engine.activation(
             {
                 "object": request.body,

@@ -152,3 +152,47 @@ def test_a_policy_defined_twice_is_refused(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", POLICY.format(name="p", expression="'true'"))
     write(tmp_path, "b.yaml", POLICY.format(name="p", expression="'false'"))
     assert "p is already defined in" in problems(tmp_path)
+
+
+def test_a_kyverno_rule_without_cel_is_refused(tmp_path: Path) -> None:
+    """poolgate runs Kyverno's CEL rules; a pattern rule is refused, never passed."""
+    path = write(
+        tmp_path,
+        "cp.yaml",
+        """\
+        apiVersion: kyverno.io/v1
+        kind: ClusterPolicy
+        metadata: {name: require-labels}
+        spec:
+          rules:
+            - name: check-for-labels
+              match: {any: [{resources: {kinds: [Pod]}}]}
+              validate:
+                pattern: {metadata: {labels: {app: "?*"}}}
+        """,
+    )
+    assert "spec.rules[0]: has no validate.cel" in problems(path)
+
+
+def test_kyverno_rules_are_named_policy_slash_rule(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "cp.yaml",
+        """\
+        apiVersion: kyverno.io/v1
+        kind: ClusterPolicy
+        metadata: {name: require-labels}
+        spec:
+          validationFailureAction: Enforce
+          rules:
+            - name: check-for-labels
+              match: {any: [{resources: {kinds: [Pod]}}]}
+              validate:
+                cel:
+                  expressions:
+                    - expression: "has(object.metadata.labels)"
+        """,
+    )
+    rules = load(path)
+    assert list(rules) == ["require-labels/check-for-labels"]
+    assert rules["require-labels/check-for-labels"].doc.level is Level.ERROR  # type: ignore[attr-defined]

@@ -18,7 +18,13 @@ from typing import Final
 
 from scanner.cel import Engine, ResultKind, analysis, get_engine
 from scanner.errors import CelError
-from scanner.ruleset.admission.policy import AUTHORIZER, NAMESPACE_OBJECT, USER_INFO, Expression
+from scanner.ruleset.admission.policy import (
+    AUTHORIZER,
+    NAMESPACE_NAME,
+    NAMESPACE_OBJECT,
+    USER_INFO,
+    Expression,
+)
 
 VARIABLES: Final = (
     "object",
@@ -108,13 +114,26 @@ def _variables_read(
     return tuple(name for name in variables if name in names)
 
 
+_NAME: Final = ("metadata", "name")
+
+
 def _unknowns(read: analysis.Analysis) -> Sequence[str]:
+    """What ``read`` reads that offline evaluation may not know. Of ``namespaceObject``,
+    a read of its name alone (or a test that it and its metadata exist) is
+    ``NAMESPACE_NAME``: the object's namespace names it."""
     found = []
     if AUTHORIZER in read.roots:
         found.append(AUTHORIZER)
-    if NAMESPACE_OBJECT in read.roots:
-        found.append(NAMESPACE_OBJECT)
     parts = [(r.root, r.path) for r in read.reads] + [(o.root, o.path) for o in read.result]
+    if NAMESPACE_OBJECT in read.roots:
+        found.append(NAMESPACE_NAME)
+        named = [(r.path, r.how) for r in read.reads if r.root == NAMESPACE_OBJECT]
+        named += [(o.path, analysis.WHOLE) for o in read.result if o.root == NAMESPACE_OBJECT]
+        if any(
+            path != _NAME and not (how == analysis.REACHED and _NAME[: len(path)] == path)
+            for path, how in named
+        ):
+            found.append(NAMESPACE_OBJECT)
     if any(
         root == "request" and (not path or path[0] in ("userInfo", None)) for root, path in parts
     ):

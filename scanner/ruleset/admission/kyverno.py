@@ -47,11 +47,12 @@ def validating_policy(reader: Reader, body: Mapping[str, Any], name: str) -> lis
         return []
     autogen = reader.mapping(spec.get("autogen"), "spec.autogen")
     controllers = reader.mapping(autogen.get("podControllers"), "spec.autogen.podControllers")
+    pods = any("pods" in rule.resources for rule in policy.match.rules)
     return [
         replace(
             policy,
             bindings=(Binding(name, actions, source=reader.name),),
-            pod_controllers=bool(controllers.get("controllers")),
+            pod_controllers=pods and controllers.get("controllers", ["*"]) != [],
         )
     ]
 
@@ -74,7 +75,13 @@ def cluster_policy(reader: Reader, body: Mapping[str, Any], name: str) -> list[P
             reader.problem(path, "has no validate.cel: poolgate runs Kyverno's CEL rules only")
             continue
         action = validate.get("failureAction", default_action)
-        policy = _rule(reader, validate["cel"], f"{path}.validate.cel", f"{name}/{rule_name}")
+        policy = _rule(
+            reader,
+            validate["cel"],
+            rule.get("celPreconditions"),
+            f"{path}.validate.cel",
+            f"{name}/{rule_name}",
+        )
         if policy is None:
             continue
         match = _match(reader, rule.get("match"), f"{path}.match", rule.get("exclude"), namespace)
@@ -91,11 +98,17 @@ def cluster_policy(reader: Reader, body: Mapping[str, Any], name: str) -> list[P
     return found
 
 
-def _rule(reader: Reader, value: object, path: str, name: str) -> Policy | None:
+def _rule(
+    reader: Reader, value: object, preconditions: object, path: str, name: str
+) -> Policy | None:
     cel = reader.mapping(value, path)
     before = len(reader.compiler.problems)
     variables: dict[str, Expression] = {}
     declared = reader.named(cel.get("variables"), f"{path}.variables", ResultKind.ANY, variables)
+    rule_path = path.removesuffix(".validate.cel")
+    conditions = reader.named(
+        preconditions, f"{rule_path}.celPreconditions", ResultKind.BOOL, variables
+    )
     checks: tuple[Check, ...] = reader.checks(
         cel.get("expressions"), f"{path}.expressions", variables
     )
@@ -113,7 +126,7 @@ def _rule(reader: Reader, value: object, path: str, name: str) -> Policy | None:
         kind="ClusterPolicy",
         source=reader.name,
         match=Match(()),
-        conditions=(),
+        conditions=conditions,
         variables=declared,
         checks=checks,
         fail=True,

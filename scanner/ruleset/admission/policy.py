@@ -20,6 +20,9 @@ USER_INFO = "request.userInfo"
 """Who sends the request: unknown offline."""
 NAMESPACE_OBJECT = "namespaceObject"
 """Unknown for a namespace that is neither scanned nor given as context."""
+NAMESPACE_NAME = "namespaceObject.metadata.name"
+"""Known from the object's ``metadata.namespace`` even when the namespace is not in
+scope; unknown for a namespaced object that names none (``kubectl -n`` decides)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +56,8 @@ class Expression:
     source: str
     program: Program | None
     unknowns: frozenset[str]
-    """Of ``AUTHORIZER``, ``USER_INFO``, ``NAMESPACE_OBJECT``: what it reads, its
-    variables followed."""
+    """Of ``AUTHORIZER``, ``USER_INFO``, ``NAMESPACE_OBJECT``, ``NAMESPACE_NAME``: what
+    it reads, its variables followed."""
     variables: tuple[str, ...]
     """The policy variables it reads, directly or through others, in policy order."""
     iterates: bool = False
