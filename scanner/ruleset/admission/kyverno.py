@@ -34,6 +34,10 @@ from scanner.ruleset.admission.policy import (
 from scanner.ruleset.admission.vap import ACTIONS, Reader
 
 AUTOGEN: Final = "pod-policies.kyverno.io/autogen-controllers"
+_READ_FILTERS: Final = frozenset({"kinds", "operations", "names"})
+"""What poolgate reads of a ``match``/``exclude`` filter's ``resources``; a policy that
+filters by anything else (namespaces, selectors, annotations, roles) is refused."""
+_UNREAD_RULE_FIELDS: Final = frozenset({"context", "preconditions"})
 
 
 def validating_policy(reader: Reader, body: Mapping[str, Any], name: str) -> list[Policy]:
@@ -71,6 +75,12 @@ def cluster_policy(reader: Reader, body: Mapping[str, Any], name: str) -> list[P
             reader.problem(f"{path}.name", "must be a non-empty string")
             continue
         validate = reader.mapping(rule.get("validate"), f"{path}.validate")
+        unread = sorted(set(rule) & _UNREAD_RULE_FIELDS)
+        if unread:
+            reader.problem(
+                f"{path}.{unread[0]}", "is not supported by poolgate (refused, not ignored)"
+            )
+            continue
         if "cel" not in validate:
             reader.problem(path, "has no validate.cel: poolgate runs Kyverno's CEL rules only")
             continue
@@ -150,20 +160,38 @@ def _match(reader: Reader, value: object, path: str, exclude: object, namespace:
 def _resource_rules(reader: Reader, value: object, path: str) -> tuple[ResourceRule, ...]:
     spec = reader.mapping(value, path)
     filters = [*reader.entries(spec.get("any"), f"{path}.any")]
-    filters += reader.entries(spec.get("all"), f"{path}.all")
+    every = reader.entries(spec.get("all"), f"{path}.all")
+    if len(every) > 1:
+        reader.problem(f"{path}.all", "with more than one filter is not supported by poolgate")
+    filters += every
     if "resources" in spec:
         filters.append(spec)
     found = []
     for index, each in enumerate(filters):
         resources = reader.mapping(each.get("resources"), f"{path}[{index}].resources")
+        unread = sorted((set(each) - {"resources"}) | (set(resources) - _READ_FILTERS))
+        if unread:
+            reader.problem(
+                f"{path}[{index}]",
+                f"{unread[0]} is not supported by poolgate (refused, not ignored)",
+            )
+            continue
         operations = reader.strings(resources.get("operations"), f"{path}.operations") or ("*",)
         names = reader.strings(resources.get("names"), f"{path}.names")
+        if any("*" in name or "?" in name for name in names):
+            reader.problem(f"{path}[{index}].resources.names", "wildcards are not supported")
         for kind in reader.strings(resources.get("kinds"), f"{path}.kinds"):
-            parts = kind.split("/")
-            group = parts[0] if len(parts) == 3 else ""
-            version = parts[-2] if len(parts) >= 2 else "*"
-            if len(parts) == 1 and kind not in ("Pod", "Namespace", "ConfigMap", "Service"):
-                group = "*"
-            resource = "*" if parts[-1] == "*" else plural(group if group != "*" else "", parts[-1])
-            found.append(ResourceRule((group,), (version,), (resource,), operations, names))
+            found.append(_kind_rule(kind, operations, names))
     return tuple(found)
+
+
+def _kind_rule(kind: str, operations: tuple[str, ...], names: tuple[str, ...]) -> ResourceRule:
+    """A Kyverno kind (``Pod``, ``v1/Pod``, ``apps/v1/Deployment``, ``batch/*/CronJob``)
+    as a resource rule: a kind without a group matches it in any group, as Kyverno does."""
+    parts = kind.split("/")
+    group = parts[0] if len(parts) == 3 else "*"
+    version = parts[-2] if len(parts) >= 2 else "*"
+    if len(parts) == 2:
+        group = ""  # ``v1/Pod``: the core group
+    resource = "*" if parts[-1] == "*" else plural("" if group == "*" else group, parts[-1])
+    return ResourceRule((group,), (version,), (resource,), operations, names)
