@@ -181,18 +181,30 @@ def _matches(match: Match, request: Request, *, constraints: bool) -> bool:
     labels = labels if is_mapping(labels) else {}
     if match.object_selector and not label_selector_matches(match.object_selector, labels):
         return False
-    if match.namespace_selector and request.namespace is not UNKNOWN and request.namespace:
-        ns_meta = request.namespace.get("metadata")
-        ns_labels = ns_meta.get("labels") if is_mapping(ns_meta) else None
-        if not label_selector_matches(
-            match.namespace_selector, ns_labels if is_mapping(ns_labels) else {}
-        ):
-            return False
+    namespace = request.namespace
+    if (
+        match.namespace_selector
+        and namespace is not UNKNOWN
+        and namespace
+        and not label_selector_matches(match.namespace_selector, _labels(namespace))
+    ):
+        return False
     if not match.rules:
         return not constraints
     if not any(_rule_matches(rule, request, match.exact) for rule in match.rules):
         return False
     return not any(_rule_matches(rule, request, match.exact) for rule in match.excluded)
+
+
+def _labels(namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """A namespace's labels, with the one the API server sets on every namespace
+    (``kubernetes.io/metadata.name``)."""
+    metadata = namespace.get("metadata")
+    metadata = metadata if is_mapping(metadata) else {}
+    labels = metadata.get("labels")
+    found = dict(labels) if is_mapping(labels) else {}
+    found["kubernetes.io/metadata.name"] = metadata.get("name")
+    return found
 
 
 def _rule_matches(rule: ResourceRule, request: Request, exact: bool) -> bool:
@@ -314,6 +326,8 @@ class _Evaluation:
     params: Mapping[str, Any] | None
     values: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, CelEvalError] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    """The variables but ``variables``, built once."""
 
     def run(self) -> list[Verdict]:
         judge = self.judge
@@ -384,22 +398,21 @@ class _Evaluation:
             raise
 
     def _activation(self) -> Any:
-        request = self.judge.request
-        namespace = request.namespace
-        if namespace is UNKNOWN:  # only its name is read (``Judge.unknown``)
-            name = request.metadata.get("namespace")
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        return self.judge.policy.engine.activation(
-            {
+        if not self.data:
+            request = self.judge.request
+            namespace = request.namespace
+            if namespace is UNKNOWN:  # only its name is read (``Judge.unknown``)
+                name = request.metadata.get("namespace")
+                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            self.data = {
                 "object": request.body,
                 "oldObject": None,
                 "request": request.variable(),
                 "params": self.params,
                 "namespaceObject": namespace,
                 "authorizer": None,
-                "variables": dict(self.values),
             }
-        )
+        return self.judge.policy.engine.activation({**self.data, "variables": dict(self.values)})
 
 
 def findings(rule: Rule, subject: Subject, namespaces: Mapping[str, Any]) -> list[Finding]:

@@ -264,3 +264,20 @@ def test_warn_and_audit_bindings(tmp_path: Path) -> None:
     assert [(f.level, f.message) for f in found] == [
         (Level.WARNING, "failed expression: object.spec.replicas <= 5")
     ]
+
+
+def test_namespace_selector_sees_the_name_label_the_api_server_sets(tmp_path: Path) -> None:
+    shutil.copy(DOCS / "basic-example-policy.yaml", tmp_path / "policy.yaml")
+    binding = (DOCS / "basic-example-binding.yaml").read_text()
+    binding = binding.replace('environment: "test"', '"kubernetes.io/metadata.name": "team-a"')
+    (tmp_path / "binding.yaml").write_text(binding)
+    rules = ruleset(tmp_path / "policy.yaml", tmp_path / "binding.yaml")
+    found = scan(
+        tmp_path,
+        rules,
+        NAMESPACE.format(name="team-a", environment="prod"),
+        NAMESPACE.format(name="team-b", environment="prod"),
+        deployment("a", "team-a", replicas=9),
+        deployment("b", "team-b", replicas=9),
+    )
+    assert [f.ref.name for f in found if f.ref is not None] == ["a"]

@@ -45,6 +45,11 @@ DNS_1123: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 Document = tuple[Any, dict[str, Position]]
 
+HELP_URI: Final = (
+    "https://github.com/poolgate/poolgate/blob/main/docs/writing-rules.md"
+    "#loading-admission-policies"
+)
+
 
 def kind_of(body: object) -> str:
     """``VAP``, ``binding``, ``kyverno``, ``kyverno-classic`` or ``""``."""
@@ -186,4 +191,5 @@ def document(policy: Policy, level: Level) -> RuleDoc:
         subject="object",
         source=policy.source,
         tags=("admission",),
+        help_uri=HELP_URI,
     )
