@@ -97,3 +97,23 @@ def test_imported_ids_are_accepted_by_disable(tmp_path: Path) -> None:
     found = json.loads(result.stdout)["findings"]  # type: ignore[attr-defined]
     assert result.returncode in (0, 1), result.stderr  # type: ignore[attr-defined]
     assert not [f for f in found if f["ruleId"] == "gpu-floor"]
+
+
+def test_imported_findings_are_baselined(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    first = run(tmp_path, policy("gpu-floor", "false"), "--write-baseline", str(baseline))
+    assert first.returncode in (0, 1), first.stderr  # type: ignore[attr-defined]
+    assert "gpu-floor" in baseline.read_text()
+    again = poolgate(
+        "scan",
+        str(tmp_path / "k8s"),
+        "--rules",
+        str(tmp_path / "policies"),
+        "--baseline",
+        str(baseline),
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
+    found = json.loads(again.stdout)["findings"]
+    assert not [f for f in found if f["ruleId"] == "gpu-floor"]
