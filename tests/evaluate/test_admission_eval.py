@@ -103,8 +103,13 @@ def test_gpu_pool_contract_unbound_denies_gpu_pods_without_runtime_class(
     assert found[0].outcome is Outcome.FAIL
 
 
-def test_basic_example_binding_judges_only_namespaces_it_selects(tmp_path: Path) -> None:
-    rules = ruleset(DOCS / "basic-example-policy.yaml", DOCS / "basic-example-binding.yaml")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_basic_example_binding_judges_only_namespaces_it_selects(
+    tmp_path: Path, engine: str
+) -> None:
+    rules = ruleset(
+        DOCS / "basic-example-policy.yaml", DOCS / "basic-example-binding.yaml", engine=engine
+    )
     found = scan(
         tmp_path,
         rules,
@@ -126,11 +131,13 @@ def test_basic_example_binding_judges_only_namespaces_it_selects(tmp_path: Path)
     assert by_name["elsewhere"].message.startswith("not verified: namespaceSelector")
 
 
-def test_param_binding_reads_the_param_object(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_param_binding_reads_the_param_object(tmp_path: Path, engine: str) -> None:
     rules = ruleset(
         DOCS / "policy-with-param.yaml",
         DOCS / "binding-with-param.yaml",
         DOCS / "replicalimit-param.yaml",
+        engine=engine,
     )
     found = scan(
         tmp_path,
@@ -158,8 +165,9 @@ def test_param_not_found_denies(tmp_path: Path) -> None:
     ]
 
 
-def test_evaluation_error_with_failure_policy_fail_is_an_error(tmp_path: Path) -> None:
-    rules = ruleset(DOCS / "typechecking-multiple-match.yaml")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_evaluation_error_with_failure_policy_fail_is_an_error(tmp_path: Path, engine: str) -> None:
+    rules = ruleset(DOCS / "typechecking-multiple-match.yaml", engine=engine)
     found = scan(tmp_path, rules, deployment(replicas=3))
     assert len(found) == 1
     assert found[0].level is Level.ERROR and found[0].outcome is Outcome.ERROR
@@ -176,14 +184,16 @@ def test_failure_policy_ignore_is_a_note(tmp_path: Path) -> None:
     assert "failurePolicy Ignore" in found[0].message
 
 
-def test_message_expression_and_audit_annotations(tmp_path: Path) -> None:
-    rules = ruleset(DOCS / "validating-admission-policy-audit-annotation.yaml")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_message_expression_and_audit_annotations(tmp_path: Path, engine: str) -> None:
+    rules = ruleset(DOCS / "validating-admission-policy-audit-annotation.yaml", engine=engine)
     found = scan(tmp_path, rules, deployment(replicas=3), deployment("many", replicas=51))
     assert [f.message for f in found] == ["Deployment spec.replicas set to 3 (no binding in scope)"]
 
 
-def test_namespace_object_in_scope_or_not_verified(tmp_path: Path) -> None:
-    rules = ruleset(DOCS / "image-matches-namespace-environment.policy.yaml")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_namespace_object_in_scope_or_not_verified(tmp_path: Path, engine: str) -> None:
+    rules = ruleset(DOCS / "image-matches-namespace-environment.policy.yaml", engine=engine)
     found = scan(
         tmp_path,
         rules,
@@ -205,7 +215,8 @@ def test_namespace_object_in_scope_or_not_verified(tmp_path: Path) -> None:
         assert "namespace 'nowhere' is not in scope" in by_name[name].message
 
 
-def test_lazy_variables_an_unused_failing_variable_admits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_lazy_variables_an_unused_failing_variable_admits(tmp_path: Path, engine: str) -> None:
     (tmp_path / "lazy.yaml").write_text(
         textwrap.dedent(
             """\
@@ -228,7 +239,7 @@ def test_lazy_variables_an_unused_failing_variable_admits(tmp_path: Path) -> Non
     )
     found = scan(
         tmp_path,
-        ruleset(tmp_path / "lazy.yaml"),
+        ruleset(tmp_path / "lazy.yaml", engine=engine),
         deployment(replicas=1),
         deployment("big", replicas=9),
     )
