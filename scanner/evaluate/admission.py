@@ -176,7 +176,8 @@ def evaluate_bound(
 
 def _matches(match: Match, request: Request, *, constraints: bool) -> bool:
     """Whether ``match`` selects ``request`` (an unknown namespace with a namespace
-    selector: True, the judge reports it as not verified)."""
+    selector: True, the judge reports it as not verified). A binding's
+    ``matchResources`` without ``resourceRules`` does not narrow the resources."""
     labels = request.metadata.get("labels")
     labels = labels if is_mapping(labels) else {}
     if match.object_selector and not label_selector_matches(match.object_selector, labels):
@@ -189,9 +190,10 @@ def _matches(match: Match, request: Request, *, constraints: bool) -> bool:
         and not label_selector_matches(match.namespace_selector, _labels(namespace))
     ):
         return False
-    if not match.rules:
-        return not constraints
-    if not any(_rule_matches(rule, request, match.exact) for rule in match.rules):
+    if match.rules:
+        if not any(_rule_matches(rule, request, match.exact) for rule in match.rules):
+            return False
+    elif constraints:  # a policy's resourceRules must name what it matches
         return False
     return not any(_rule_matches(rule, request, match.exact) for rule in match.excluded)
 

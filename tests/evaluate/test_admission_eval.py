@@ -292,3 +292,29 @@ def test_namespace_selector_sees_the_name_label_the_api_server_sets(tmp_path: Pa
         deployment("b", "team-b", replicas=9),
     )
     assert [f.ref.name for f in found if f.ref is not None] == ["a"]
+
+
+def test_a_binding_excludes_resources(tmp_path: Path) -> None:
+    shutil.copy(DOCS / "basic-example-policy.yaml", tmp_path / "policy.yaml")
+    (tmp_path / "binding.yaml").write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: admissionregistration.k8s.io/v1
+            kind: ValidatingAdmissionPolicyBinding
+            metadata: {name: all-but-web}
+            spec:
+              policyName: demo-policy.example.com
+              validationActions: [Deny]
+              matchResources:
+                excludeResourceRules:
+                  - apiGroups: ["apps"]
+                    apiVersions: ["v1"]
+                    operations: ["*"]
+                    resources: ["deployments"]
+                    resourceNames: ["web"]
+            """
+        )
+    )
+    rules = ruleset(tmp_path / "policy.yaml", tmp_path / "binding.yaml")
+    found = scan(tmp_path, rules, deployment("web", replicas=9), deployment("api", replicas=9))
+    assert [f.ref.name for f in found if f.ref is not None] == ["api"]
