@@ -22,8 +22,8 @@ RULE_OPTIONS: list[Decorator] = [
         "--rules",
         "rule_dirs",
         multiple=True,
-        type=click.Path(file_okay=False, path_type=Path),
-        help="Extra rule directory (repeatable).",
+        type=click.Path(path_type=Path),
+        help="Extra rule directory or file: poolgate rules, admission policies (repeatable).",
     ),
     click.option(
         "--cel-engine",

@@ -36,7 +36,7 @@ from typing import Any
 from scanner.cel import Engine
 from scanner.cel.budget import Oversize, iterates, oversize
 from scanner.errors import CelEvalError
-from scanner.evaluate import stamp
+from scanner.evaluate import admission, stamp
 from scanner.findings.records import Finding
 from scanner.inventory import KubeObject, is_mapping
 from scanner.model import Subject
@@ -62,6 +62,20 @@ class Run:
     """The variables every subject shares (``config``, ``cluster``)."""
     lookup: Mapping[str, KubeObject]
     """A violation's ``ref`` (``namespace/Kind/name``) -> the object it names."""
+    namespaces: Mapping[str, Any] = field(default_factory=dict)
+    """Namespace name -> Namespace object, scanned or context (``namespaces``), for
+    admission policies (``scanner.evaluate.admission``)."""
+
+
+def namespaces(rules: Sequence[Rule], subjects: Mapping[str, Sequence[Subject]]) -> dict[str, Any]:
+    """The Namespace objects of a run, by name, when an admission policy runs (none else)."""
+    if not any(rule.admission is not None for rule in rules):
+        return {}
+    return {
+        subject.obj.name: subject.obj.body
+        for subject in subjects.get("object", ())
+        if subject.obj.kind == "Namespace"
+    }
 
 
 def evaluate(
@@ -72,7 +86,7 @@ def evaluate(
     lookup: Mapping[str, KubeObject] | None = None,
 ) -> Evaluation:
     """Run every rule with CEL over the subjects of its type (subject type -> subjects)."""
-    run = Run(engine, globals_, {} if lookup is None else lookup)
+    run = Run(engine, globals_, {} if lookup is None else lookup, namespaces(rules, subjects))
     result = Evaluation()
     for subject_type, type_rules in by_subject_type(rules).items():
         for subject in subjects.get(subject_type, ()):
@@ -164,6 +178,8 @@ def evaluate_body(
 ) -> list[Finding]:
     """The findings of ``rule`` on a subject it applies to (its condition holds): its
     variables, then its violations or validations."""
+    if rule.admission is not None:
+        return admission.findings(rule, subject, run.namespaces)
     if refuse is not None:
         return [stamp.refused(rule, subject, refuse)]
     try:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from scanner.cel import Engine
 from scanner.evaluate import shipping
-from scanner.evaluate.evaluator import Evaluation, Run
+from scanner.evaluate.evaluator import Evaluation, Run, namespaces
 from scanner.evaluate.loop import Measured, Part, Share, Shipped, evaluate_share
 from scanner.evaluate.optimize import SPEEDUPS, plan_run
 from scanner.evaluate.plan import Plan, RunShape
@@ -67,7 +67,7 @@ def evaluate(
         {subject_type: len(items) for subject_type, items in subjects.items()},
         deferring=any(subject.complete is not None for subject in workloads),
     )
-    run = Run(engine, globals_, {} if lookup is None else lookup)
+    run = Run(engine, globals_, {} if lookup is None else lookup, namespaces(rules, subjects))
     return evaluate_plan(plan_run(rules, shape, speedups), subjects, run, deadline)
 
 

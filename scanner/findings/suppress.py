@@ -51,8 +51,9 @@ _ID: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*[0-9]{3}")
 # The shape of a rule name with a hyphen: after a comma, one starts an entry even when
 # no loaded rule has it, so a misspelt name is reported rather than read as reason.
 _NAME: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
-# A rule: an id, or a rule's name (one character class: nothing to backtrack over).
-_RULE: Final = r"[A-Za-z0-9][A-Za-z0-9-]*"
+# A rule: an id, a rule's name, or an admission policy loaded as a rule (its DNS-1123
+# name, or ``policy/rule``). One character class: nothing to backtrack over.
+_RULE: Final = r"[A-Za-z0-9][A-Za-z0-9./-]*"
 # A newline always starts a new entry; a comma only when a rule id or the name of a
 # loaded rule (then "=", a comma or the end) follows, so reasons may contain commas.
 _ENTRY_START: Final = re.compile(rf"\s*(?P<rule>{_RULE})\s*(?:=|$)")

@@ -23,7 +23,9 @@ from scanner.config.values import Config, RuleOverride
 from scanner.errors import CelError, RuleLoadError
 from scanner.findings.records import Level
 from scanner.inventory import Position, join_path
+from scanner.ruleset import admission
 from scanner.ruleset import cache as rulecache
+from scanner.ruleset.admission.policy import Policy
 from scanner.ruleset.docs import RuleDoc
 from scanner.ruleset.names import RuleNames
 from scanner.sources.yaml.document import parse_plain
@@ -72,6 +74,9 @@ class Rule:
     """Workload rules: also run on workloads whose controller is in the run
     (``match.controlled: include``); by default their controller's template stands
     for them (see ``controlled`` in ``scanner.model.workloads``)."""
+    admission: Policy | None = None
+    """An admission policy loaded as a rule (``scanner.ruleset.admission``), evaluated
+    by ``scanner.evaluate.admission`` instead of the fields above."""
 
     @property
     def id(self) -> str:
@@ -79,7 +84,7 @@ class Rule:
 
     @property
     def builtin(self) -> bool:
-        return self.violations is None and not self.validations
+        return self.violations is None and not self.validations and self.admission is None
 
     @property
     def expressions(self) -> tuple[str, ...]:
@@ -124,7 +129,12 @@ MAX_RULE_FILE_SIZE: Final = 256 * 1024
 
 
 def rule_files(directories: Iterable[Path]) -> list[Path]:
-    return [path for directory in directories for path in sorted(directory.glob("*.yaml"))]
+    """The ``*.yaml`` files of each directory, in name order; a file given as itself."""
+    return [
+        path
+        for directory in directories
+        for path in ([directory] if directory.is_file() else sorted(directory.glob("*.yaml")))
+    ]
 
 
 class RuleText(NamedTuple):
@@ -154,10 +164,11 @@ def load_rules(
     validated = _Validated(frozenset(known))
     kept = rulecache.load_analyses()
     analysis.restore(kept)
+    collected = admission.Collected()
     for name, text in _texts(directories, texts, problems):
         if text is None:
             continue
-        rule = _load_text(name, text, engine, problems, validated)
+        rule = _load_text(name, text, engine, problems, validated, collected)
         if rule is None:
             continue
         if rule.id in rules:
@@ -166,8 +177,10 @@ def load_rules(
             )
             continue
         rules[rule.id] = rule
+    if collected.files:
+        _add_admission(rules, collected, engine, problems)
     for directory in directories:
-        if not directory.is_dir():
+        if not directory.exists():
             problems.append(f"{directory}: rule directory does not exist")
     rulecache.save(known, validated.passed)
     rulecache.save_analyses(kept, _new_analyses(rules.values(), kept))
@@ -250,10 +263,14 @@ def _load_text(
     engine: Engine,
     problems: list[str],
     validated: _Validated,
+    collected: admission.Collected,
 ) -> Rule | None:
     documents, errors = parse_plain(text)
     if errors:
         problems.extend(f"{name}:{line}:{column}: {message}" for message, line, column in errors)
+        return None
+    if admission.holds_admission(documents):
+        collected.add(name, documents)
         return None
     if len(documents) != 1:
         problems.append(f"{name}:1: a rule file holds exactly one YAML document")
@@ -371,6 +388,35 @@ def _configured(rule: Rule, override: RuleOverride | None) -> Rule:
         enabled=rule.enabled if override.enabled is None else override.enabled,
         params={**rule.params, **_as_declared(override.params, rule.params)},
     )
+
+
+def _add_admission(
+    rules: dict[str, Rule],
+    collected: admission.Collected,
+    engine: Engine,
+    problems: list[str],
+) -> None:
+    """The admission policies of ``collected`` as rules (``scanner.ruleset.admission``):
+    each one's id and name are its own, which no built-in rule's name may be."""
+    names = {rule.doc.name: rule.id for rule in rules.values()}
+    for policy in admission.build(collected, engine.name, problems):
+        if policy.name in names or policy.name in rules:
+            problems.append(
+                f"{policy.source}:1: {policy.kind} {policy.name} is named like rule "
+                f"{names.get(policy.name, policy.name)}: rename the policy"
+            )
+            continue
+        level = Level.ERROR
+        if policy.bindings and all("Deny" not in b.actions for b in policy.bindings):
+            warns = any("Warn" in b.actions for b in policy.bindings)
+            level = Level.WARNING if warns else Level.NOTE
+        # The config's spec.rules entry goes on with every rule's (``_configured``).
+        rules[policy.name] = Rule(
+            doc=admission.document(policy, level),
+            enabled=True,
+            kinds=frozenset(),
+            admission=policy,
+        )
 
 
 def _doc(path: str, body: Mapping[str, Any], level: Level) -> RuleDoc:

@@ -5,6 +5,8 @@ annotations. This is the one resolver all of them use, so a name works in every
 place an id does and an unknown one gets the same "did you mean" everywhere.
 
 Ids are matched in any case (``pg301``), as before; names too (they are lowercase).
+An admission policy loaded as a rule (``scanner.ruleset.admission``) has its name as
+its id, matched as written.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class RuleNames:
     def resolve(self, text: str) -> str | None:
         """The id ``text`` names, or ``None``."""
         key = text.strip()
+        if key in self.ids:  # as written: an admission policy's name is its id
+            return key
         if key.upper() in self.ids:
             return key.upper()
         return self.by_name.get(key.lower())

@@ -96,6 +96,38 @@ def test_parse_ignore(value: object, reasons: dict[str, str], problem: str) -> N
         assert parsed.problems == ()
 
 
+@pytest.mark.parametrize(
+    ("value", "reasons", "problem"),
+    [
+        ("gpu-pool-contract=CPU image", {"gpu-pool-contract": "CPU image"}, ""),
+        (
+            "PG501=pinned, see x, gpu-pool-contract=cpu only, require-labels/check-labels=ok",
+            {
+                "PG501": "pinned, see x",
+                "gpu-pool-contract": "cpu only",
+                "require-labels/check-labels": "ok",
+            },
+            "",
+        ),
+        # After a comma an imported id starts an entry only with "=": a reason's
+        # last words stay in the reason.
+        ("PG501=pinned, upstream", {"PG501": "pinned, upstream"}, ""),
+        ("demo.example.com=x", {}, "names unknown rule demo.example.com"),
+        ("gpu-pool-contract", {}, "entry gpu-pool-contract has no reason"),
+        ("abc123=x", {"abc123": "x"}, ""),
+    ],
+)
+def test_parse_ignore_imported_ids(value: str, reasons: dict[str, str], problem: str) -> None:
+    """Admission policies loaded as rules are named by their DNS-1123 names."""
+    known = KNOWN | {"gpu-pool-contract", "require-labels/check-labels", "abc123"}
+    parsed = parse_ignore(value, known)
+    assert dict(parsed.reasons) == reasons
+    if problem:
+        assert len(parsed.problems) == 1 and problem in parsed.problems[0]
+    else:
+        assert parsed.problems == ()
+
+
 # --- exemptions ------------------------------------------------------------------
 
 
