@@ -29,6 +29,7 @@ from scanner.model.pools import Pool, attach_targets, build_pools, other_nodes
 from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
 from scanner.model.running import attach_running
+from scanner.model.visibledevices import attach_visible_devices
 from scanner.model.workloads import Join, Workload, build_workloads
 
 _NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
@@ -157,6 +158,7 @@ def build_model(
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),
         attach_signatures(workloads, index, namespaces),
+        attach_visible_devices(workloads, index),
     ]
     return Model(
         objects=inventory.objects,

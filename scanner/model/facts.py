@@ -318,6 +318,14 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         list[dict[str, Any]],
         fact("each pod volume: `name`, `type`, `path`, `typePath`, `hostPath`"),
     ]
+    visibleDevices: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "containers whose `NVIDIA_VISIBLE_DEVICES` (`env`/`envFrom`, values seen) asks for "
+            "GPUs: `container`, `type`, `value`, `path`, `ignored` (by the toolkit, ClusterPolicy)",
+            _DEVICE_PLUGIN,
+        ),
+    ]
     podSecurity: Annotated[
         dict[str, Any],
         fact(
