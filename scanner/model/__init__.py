@@ -227,7 +227,7 @@ def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
         warnings.append(
             SourceWarning(
                 obj.origin.uri,
-                f"{obj.kind} {obj.name or '(unnamed)'} ({api_version}) has a pod spec at "
+                f"{obj.kind} {obj.ref.name or '(unnamed)'} ({api_version}) has a pod spec at "
                 f"{path} that was not checked: poolgate does not know where this kind keeps "
                 "its pod templates",
                 line,

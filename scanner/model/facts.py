@@ -244,8 +244,8 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
     containers: Annotated[
         list[Container],
         fact(
-            "every container, init and ephemeral container as written, with its `path`, "
-            "`type`, `digestPinned`, effective `security` settings and image `signature` "
+            "every container, init and ephemeral container as written, with its `path`, `type`, "
+            "`digestPinned`, `imageReference`, effective `security` and image `signature` "
             "(`covered`, `known`, `policies`, `reason`)",
             signature=_SIGNATURES,
         ),
