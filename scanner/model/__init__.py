@@ -17,6 +17,7 @@ from scanner.config.values import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
 from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
+from scanner.model.buckets import attach_buckets
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
 from scanner.model.identity import attach_service_accounts
@@ -159,6 +160,7 @@ def build_model(
         attach_pod_security(workloads),
         attach_signatures(workloads, index, namespaces),
         attach_visible_devices(workloads, index),
+        attach_buckets(workloads, index),
     ]
     return Model(
         objects=inventory.objects,

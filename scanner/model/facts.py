@@ -26,6 +26,14 @@ from typing import Annotated, Any, Final, NamedTuple, TypedDict
 
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.kinds.resources import RESOURCES
+from scanner.model.records import (
+    Container,
+    GpuResource,
+    GpuWorkloadNames,
+    RunningNode,
+    Taint,
+    Tenant,
+)
 
 Kinds = frozenset[str]
 _NONE: Kinds = frozenset()
@@ -71,6 +79,12 @@ device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy
 _ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 _NS = frozenset({"Namespace"})
 _NETPOL = frozenset({"NetworkPolicy"})
+_BUCKETS = frozenset(
+    {"PersistentVolumeClaim", "PersistentVolume", "StorageBucket", "StorageBucketAccessControl"}
+    | {"IAMPolicyMember", "IAMPartialPolicy", "Bucket", "BucketPublicAccessBlock"}
+    | {"BucketServerSideEncryptionConfiguration"}
+)
+"""Weight buckets: the volumes that mount them, their declarations (``model.buckets``)."""
 
 
 class Fact(NamedTuple):
@@ -94,38 +108,6 @@ def fact(doc: str, kinds: Kinds = _NONE, **parts: Kinds) -> Fact:
 def instance(doc: str, kinds: Kinds = _NONE) -> Fact:
     """A ``workload`` fact known per instance."""
     return Fact(doc, kinds, instance=True)
-
-
-# --- nested records (plain dicts) -------------------------------------------------------
-
-Container = dict[str, Any]  # as written, with path, type, name, digestPinned, security, ...
-
-
-class Taint(TypedDict):
-    key: str
-    value: str
-    effect: str
-
-
-class Tenant(TypedDict):
-    namespace: str
-    trustDomain: str
-    workloads: int
-
-
-class GpuWorkloadNames(TypedDict):
-    count: int
-    names: list[str]
-
-
-class RunningNode(TypedDict):
-    name: str
-    sharing: str
-    shared: bool
-    trustDomains: list[str]
-
-
-GpuResource = dict[str, Any]  # see WorkloadFacts.gpuResources
 
 
 # --- the fact tables ----------------------------------------------------------------------
@@ -324,6 +306,15 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
             "containers whose `NVIDIA_VISIBLE_DEVICES` (`env`/`envFrom`, values seen) asks for "
             "GPUs: `container`, `type`, `value`, `path`, `ignored` (by the toolkit, ClusterPolicy)",
             _DEVICE_PLUGIN,
+        ),
+    ]
+    weightBuckets: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "buckets its pod volumes mount through a CSI driver: `bucket`, `provider`, `via`, "
+            "`volume`, `path`, `declared`; declared in scope: `declaration`, `declarationKind`, "
+            "`public` (reasons: `ref`, `path`, `message`), `cmek`, `cmekReason`",
+            _BUCKETS,
         ),
     ]
     podSecurity: Annotated[

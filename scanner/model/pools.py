@@ -21,8 +21,9 @@ from typing import Any, Final, NamedTuple
 
 from scanner.config.values import Config
 from scanner.inventory import KubeObject
-from scanner.model.facts import NodeFacts, PoolFacts, Tenant, WorkloadFacts
+from scanner.model.facts import NodeFacts, PoolFacts, WorkloadFacts
 from scanner.model.labelindex import LabelIndex
+from scanner.model.records import Tenant
 from scanner.model.targeting import required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scanner.inventory import as_mapping
-from scanner.model.facts import Taint
+from scanner.model.records import Taint
 from scanner.model.selectors import label_value
 
 

@@ -1,0 +1,35 @@
+"""The records nested in fact values (plain dicts), typed for the model's code
+(``scanner.model.facts`` declares the facts that hold them)."""
+
+# No ``from __future__ import annotations``: ``scanner.model.facts`` reads the fact
+# tables' annotations at run time, and these are among them.
+from typing import Any, TypedDict
+
+Container = dict[str, Any]  # as written, with path, type, name, digestPinned, security, ...
+
+
+class Taint(TypedDict):
+    key: str
+    value: str
+    effect: str
+
+
+class Tenant(TypedDict):
+    namespace: str
+    trustDomain: str
+    workloads: int
+
+
+class GpuWorkloadNames(TypedDict):
+    count: int
+    names: list[str]
+
+
+class RunningNode(TypedDict):
+    name: str
+    sharing: str
+    shared: bool
+    trustDomains: list[str]
+
+
+GpuResource = dict[str, Any]  # see WorkloadFacts.gpuResources
