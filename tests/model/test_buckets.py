@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from scanner.config.values import Config, Require
 from scanner.inventory import KubeObject, LineMap, Origin
 from scanner.model.buckets import attach_buckets, declarations
 from scanner.model.index import ObjectIndex
 from scanner.model.workloads import build_workloads
+from scanner.pipeline import ScanOptions, load_ruleset, scan_paths
 
 
 def obj(body: dict[str, Any]) -> KubeObject:
@@ -110,3 +113,19 @@ def test_a_malformed_declaration_is_judged_by_what_it_fails_to_say(spec: Any) ->
     [declaration] = declarations(ObjectIndex([gcs("b", spec)])).values()
     assert not declaration.cmek
     assert declaration.public[0]["path"] == "spec.publicAccessPrevention"
+
+
+
+def test_the_config_switches_turn_the_rules_off() -> None:
+    """``require.weightBucketPublicAccess: true`` and ``require.cmek: false`` silence
+    PG405 and PG406 on buckets that break both."""
+    repo = Path(__file__).resolve().parents[2]
+    fixture = str(repo / "fixtures" / "rules" / "PG405" / "fire-s3.yaml")
+
+    def rule_ids(config: Config) -> set[str]:
+        ruleset = load_ruleset(ScanOptions(engine="cpp", config=config))
+        return {f.rule_id for f in scan_paths([fixture], ruleset, repo_root=repo).findings}
+
+    assert {"PG405", "PG406"} <= rule_ids(Config())
+    off = Require(weight_bucket_public_access=True, cmek=False)
+    assert not {"PG405", "PG406"} & rule_ids(Config(require=off))
