@@ -105,10 +105,20 @@ class LineMap:
 
     positions: Mapping[str, Position]
     prefix: str = ""
+    columns: Mapping[int, int] | None = None
+    """File line -> column of its first character, for the lines of text the object
+    holds as a block scalar (a device-plugin config in a ConfigMap): findings inside
+    that text name a line (``scanner.evaluate.stamp``) and point at its key."""
 
-    def __reduce__(self) -> tuple[type[LineMap], tuple[Mapping[str, Position], str]]:
+    def __reduce__(
+        self,
+    ) -> tuple[type[LineMap], tuple[Mapping[str, Position], str, Mapping[int, int] | None]]:
         """Pickled as its fields (``Origin.__reduce__``)."""
-        return (LineMap, (self.positions, self.prefix))
+        return (LineMap, (self.positions, self.prefix, self.columns))
+
+    def column_at(self, line: int) -> int:
+        """The column a finding on ``line`` of held text points at (1 when unknown)."""
+        return self.columns.get(line, 1) if self.columns else 1
 
     def lookup(self, path: str) -> Position | None:
         """The position of ``path``, or of its nearest ancestor that has one."""
@@ -155,7 +165,8 @@ def _quoted_key_start(path: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """The identity of a Kubernetes object, as findings and logical locations name it."""
+    """The identity of a Kubernetes object, as findings and logical locations name it.
+    An object named by ``generateName`` has the prefix and ``*`` as its name."""
 
     api_version: str
     kind: str
@@ -220,7 +231,7 @@ class KubeObject:
                 _text(body.get("apiVersion")),
                 _text(body.get("kind")),
                 _text(metadata.get("namespace")),
-                _text(metadata.get("name")),
+                _text(metadata.get("name")) or _generated(metadata.get("generateName")),
             )
             object.__setattr__(self, "_ref", ref)  # a cache; the body never changes
         return ref
@@ -240,6 +251,13 @@ def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)`` with plain dicts, which every loader builds, checked
     first: the ABC check costs more, and the model runs this on every replica pod."""
     return isinstance(value, dict) or (value is not None and isinstance(value, Mapping))
+
+
+def _generated(prefix: object) -> str:
+    """How findings name an object named by ``generateName`` (the API server appends a
+    random suffix on create): ``train-`` reads ``train-*``, in messages, logical
+    locations and fingerprints alike."""
+    return f"{prefix}*" if isinstance(prefix, str) and prefix else ""
 
 
 def _text(value: object) -> str:

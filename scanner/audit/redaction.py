@@ -10,7 +10,8 @@ secrets in clear often enough to matter:
   Deployments, ..., the GPU workload CRDs), where ``DB_PASSWORD=...`` ends up.
   The entry's ``name`` stays, and so does ``valueFrom``, a reference to a Secret or
   ConfigMap key, not its content: a rule can still tell which variables are set
-  and from where.
+  and from where. The values of ``KEPT_ENV`` stay too: ``NVIDIA_VISIBLE_DEVICES``
+  names GPUs, never a secret, and PG307 judges it.
 * ``last-applied``: the ``kubectl.kubernetes.io/last-applied-configuration``
   annotation of any object, a copy of the object as it was applied, env values
   included.
@@ -54,6 +55,10 @@ WHAT: Final = {
     LAST_APPLIED: f"the {LAST_APPLIED_ANNOTATION} annotation",
 }
 """What may be left out, as messages name it."""
+
+KEPT_ENV: Final = frozenset({"NVIDIA_VISIBLE_DEVICES"})
+"""Env entries whose literal values a snapshot keeps: device selectors, not secrets,
+that bundled rules read (PG307)."""
 
 READERS: Final[Mapping[str, frozenset[str]]] = {ENV_VALUES: frozenset(), LAST_APPLIED: frozenset()}
 """Bundled rules that read what may be left out (none does today): a snapshot keeps it
@@ -138,5 +143,5 @@ def _drop_env_values(body: dict[str, Any], kind: str) -> None:
         for container in containers:
             variables = container.get("env") if is_mapping(container) else None
             for variable in variables if isinstance(variables, list) else ():
-                if isinstance(variable, dict):
+                if isinstance(variable, dict) and variable.get("name") not in KEPT_ENV:
                     variable.pop("value", None)

@@ -293,6 +293,10 @@ def _require(section: Mapping[str, Any]) -> Require:
         time_slice_same_trust_only=section.get(
             "timeSliceSameTrustOnly", defaults.time_slice_same_trust_only
         ),
+        weight_bucket_public_access=section.get(
+            "weightBucketPublicAccess", defaults.weight_bucket_public_access
+        ),
+        cmek=section.get("cmek", defaults.cmek),
         forbid_node_wide_object_iam=section.get(
             "forbidNodeWideObjectIAM", defaults.forbid_node_wide_object_iam
         ),

@@ -53,6 +53,8 @@ def default_text() -> str:
         "workloadIdentity": require.workload_identity,
         "timeSliceSameTrustOnly": require.time_slice_same_trust_only,
         "forbidNodeWideObjectIAM": require.forbid_node_wide_object_iam,
+        "weightBucketPublicAccess": require.weight_bucket_public_access,
+        "cmek": require.cmek,
     }
     spec_values: dict[str, Any] = {
         "operatorNamespaces": list(config.operator_namespaces),

@@ -52,6 +52,10 @@ class Require:
     workload_identity: bool = True
     time_slice_same_trust_only: bool = True
     forbid_node_wide_object_iam: bool = True
+    weight_bucket_public_access: bool = False
+    """Weight buckets may allow public access (PG405 is off when true)."""
+    cmek: bool = True
+    """Weight buckets must be encrypted with a customer-managed key (PG406)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,8 @@ class Config:
                 "workloadIdentity": require.workload_identity,
                 "timeSliceSameTrustOnly": require.time_slice_same_trust_only,
                 "forbidNodeWideObjectIAM": require.forbid_node_wide_object_iam,
+                "weightBucketPublicAccess": require.weight_bucket_public_access,
+                "cmek": require.cmek,
             },
             "operatorNamespaces": list(self.operator_namespaces),
             "systemNamespaces": list(self.system_namespaces),

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Final
 
 from scanner.cel.budget import Oversize
 from scanner.errors import CelEvalError
-from scanner.findings.records import Finding, Level, Location, Outcome
+from scanner.findings.records import Finding, Level, Location, Outcome, Related
 from scanner.inventory import InvalidDocument, KubeObject
 from scanner.model import Subject
 from scanner.ruleset.load import Rule
@@ -37,7 +38,7 @@ def violation(
     if not isinstance(item, Mapping) or not isinstance(item.get("message"), str):
         raise CelEvalError(
             "each violation must be a map with a string 'message' "
-            "(and optional 'path', 'ref', 'level', 'line')"
+            "(and optional 'path', 'ref', 'level', 'line', 'related')"
         )
     line = item.get("line", 0)
     if not isinstance(line, int) or isinstance(line, bool):
@@ -56,7 +57,34 @@ def violation(
                 f"violation level {level_text!r} is not error|warning|note"
             ) from None
     target = lookup.get(ref, subject.obj) if ref else subject.obj
-    return finding(rule, target, message(item["message"]), path, level, line=line)
+    found = finding(rule, target, message(item["message"]), path, level, line=line)
+    related = item.get("related")
+    if related is None:
+        return found
+    return replace(found, related=_related(target, related))
+
+
+MAX_RELATED: Final = 50
+"""Related locations kept per finding (SARIF viewers list them all)."""
+
+
+def _related(obj: KubeObject, items: object) -> tuple[Related, ...]:
+    """A violation's ``related``: a list of maps with a string ``path`` and ``message``."""
+    if not isinstance(items, list) or not all(
+        isinstance(item, Mapping)
+        and isinstance(item.get("path"), str)
+        and isinstance(item.get("message"), str)
+        for item in items
+    ):
+        raise CelEvalError(
+            "violation 'related' must be a list of maps with string 'path' and 'message'"
+        )
+    found = []
+    for item in items[:MAX_RELATED]:
+        line, column = obj.position(item["path"])
+        where = Location(obj.origin.uri, line, column, item["path"])
+        found.append(Related(where, message(item["message"])))
+    return tuple(found)
 
 
 def failed(rule: Rule, subject: Subject, error: CelEvalError) -> Finding:
@@ -82,9 +110,9 @@ def finding(
 ) -> Finding:
     """``line`` (absolute, 1-based) overrides the path's position: findings inside an
     embedded document, such as a device-plugin config held in a ConfigMap value,
-    have no field path of their own."""
+    have no field path of their own; they point at the line's first character (its key)."""
     if line > 0:
-        column = 1
+        column = obj.lines.column_at(line)
     else:
         line, column = obj.position(path)
     return Finding(

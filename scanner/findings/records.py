@@ -81,6 +81,18 @@ class Location:
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """Another place a finding is about, with what is there: each control a PG303
+    finding lists (SARIF ``relatedLocations``)."""
+
+    location: Location
+    message: str
+
+    def __reduce__(self) -> tuple[type[Related], tuple[Location, str]]:
+        return (Related, (self.location, self.message))
+
+
+@dataclass(frozen=True, slots=True)
 class Suppression:
     """Why a finding does not count: ``in-source`` annotation or ``external`` config exemption."""
 
@@ -104,6 +116,8 @@ class Finding:
     """The document of the object the finding is on (its ``KubeObject.origin``), or None
     when there is none: an in-source suppression holds for the object it is written on
     alone, not for another one with the same identity (``scanner.findings.suppress``)."""
+    related: tuple[Related, ...] = ()
+    """The fields a finding that gathers several problems names one by one."""
 
     def __reduce__(self) -> tuple[type[Finding], tuple[object, ...]]:
         """Pickled as its fields and rebuilt by the constructor. The dataclass default
@@ -121,6 +135,7 @@ class Finding:
                 self.outcome,
                 self.suppression,
                 self.origin,
+                self.related,
             ),
         )
 

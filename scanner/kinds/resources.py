@@ -64,6 +64,9 @@ CORE: tuple[Resource, ...] = (
     _r("ReplicationController", "", "v1", "replicationcontrollers", True),
     _r("ServiceAccount", "", "v1", "serviceaccounts", True),
     Resource("ConfigMap", "", ("v1",), "configmaps", True, operator_namespaces_only=True),
+    # Volumes that mount weight buckets through CSI drivers (PG405, PG406).
+    _r("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True, since=3),
+    _r("PersistentVolume", "", "v1", "persistentvolumes", False, since=3),
 )
 
 BUILT_IN: tuple[Resource, ...] = (
@@ -103,6 +106,9 @@ BUILT_IN: tuple[Resource, ...] = (
     ),
     _r("DeviceClass", "resource.k8s.io", "v1 v1beta2 v1beta1", "deviceclasses", False),
 )
+
+_CNRM_STORAGE = "storage.cnrm.cloud.google.com"
+_CNRM_IAM = "iam.cnrm.cloud.google.com"
 
 CRDS: tuple[Resource, ...] = (
     # The GPU Operator, node pools and signature policies (docs/platform-model.md).
@@ -171,6 +177,37 @@ CRDS: tuple[Resource, ...] = (
     _r("LocalQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "localqueues", True, since=2),
     _r("ClusterQueue", "kueue.x-k8s.io", "v1beta2 v1beta1", "clusterqueues", False, since=2),
     _r("ResourceFlavor", "kueue.x-k8s.io", "v1beta2 v1beta1", "resourceflavors", False, since=2),
+    # Weight buckets declared as Kubernetes objects (scanner.model.buckets).
+    _r("StorageBucket", _CNRM_STORAGE, "v1beta1", "storagebuckets", True, since=3),
+    _r(
+        "StorageBucketAccessControl",
+        _CNRM_STORAGE,
+        "v1beta1",
+        "storagebucketaccesscontrols",
+        True,
+        since=3,
+    ),
+    _r("IAMPolicyMember", _CNRM_IAM, "v1beta1", "iampolicymembers", True, since=3),
+    _r("IAMPartialPolicy", _CNRM_IAM, "v1beta1", "iampartialpolicies", True, since=3),
+    _r("Bucket", "s3.services.k8s.aws", "v1alpha1", "buckets", True, since=3),
+    _r("Bucket", "s3.aws.upbound.io", "v1beta2 v1beta1", "buckets", False, since=3),
+    _r(
+        "BucketPublicAccessBlock",
+        "s3.aws.upbound.io",
+        "v1beta1",
+        "bucketpublicaccessblocks",
+        False,
+        since=3,
+    ),
+    _r(
+        "BucketServerSideEncryptionConfiguration",
+        "s3.aws.upbound.io",
+        "v1beta2 v1beta1",
+        "bucketserversideencryptionconfigurations",
+        False,
+        since=3,
+    ),
+    _r("Bucket", "storage.gcp.upbound.io", "v1beta2 v1beta1", "buckets", False, since=3),
 )
 
 RESOURCES: tuple[Resource, ...] = CORE + BUILT_IN + CRDS

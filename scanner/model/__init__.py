@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from scanner.config.values import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
 from scanner.model import deviceplugin
+from scanner.model.buckets import attach_buckets
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
 from scanner.model.dra import extended_resources
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
@@ -31,6 +32,7 @@ from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
 from scanner.model.running import attach_running
 from scanner.model.unmodelled import unchecked_pod_specs
+from scanner.model.visibledevices import attach_visible_devices
 from scanner.model.workloads import Join, Workload, build_workloads
 
 _NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
@@ -168,6 +170,8 @@ def build_model(
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),
         attach_signatures(workloads, index, namespaces),
+        attach_visible_devices(workloads, index),
+        attach_buckets(workloads, index),
     ]
     return Model(
         objects=inventory.objects,

@@ -49,7 +49,7 @@ def duplicate_objects(objects: Iterable[KubeObject]) -> list[InvalidDocument]:
 
 def _identity(obj: KubeObject) -> _Identity | None:
     ref = obj.ref
-    if not ref.name:
+    if not obj.name:  # no name, or a generateName: every create gets a new one
         return None
     group = api_group(ref.api_version)
     namespace = "" if (group, ref.kind) in CLUSTER_SCOPED else ref.namespace or "default"

@@ -26,6 +26,24 @@ from typing import Annotated, Any, Final, NamedTuple, TypedDict
 
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.kinds.resources import RESOURCES
+from scanner.model.factkinds import (
+    ADMISSION,
+    BUCKETS,
+    DEVICE_PLUGIN,
+    DRA,
+    GPU_WORKLOADS,
+    IDENTITY,
+    KUEUE,
+    NETPOL,
+    NODE,
+    NS,
+    OPERATOR,
+    PLACED,
+    POOL_KINDS,
+    RBAC,
+    SIGNATURES,
+    TENANTS,
+)
 from scanner.model.records import (
     Container,
     GpuResource,
@@ -40,46 +58,6 @@ _NONE: Kinds = frozenset()
 
 ALL_KINDS: Final[Kinds] = frozenset(resource.kind for resource in RESOURCES)
 """Every kind an audit may list (``scanner.kinds.resources``)."""
-
-
-class Provider(NamedTuple):
-    """A node-pool provider (``scanner.model.providers``): its declaration's kind, and
-    the kinds its node facts are joined from."""
-
-    kind: str
-    group: str
-    joins: Kinds = _NONE
-
-
-KARPENTER: Final = Provider("NodePool", "karpenter.sh", frozenset({"EC2NodeClass"}))
-GKE: Final = Provider("ContainerNodePool", "container.cnrm.cloud.google.com")
-CLUSTER_API: Final = Provider("MachineDeployment", "cluster.x-k8s.io")
-PROVIDERS: Final = (KARPENTER, GKE, CLUSTER_API)
-
-# Where facts come from: each set is what a fact's value may depend on.
-POOL_KINDS: Final = frozenset({"Node", *(provider.kind for provider in PROVIDERS)})
-"""Nodes and node-pool declarations: the ``node`` and ``pool`` subjects."""
-_IDENTITY = frozenset().union(*(provider.joins for provider in PROVIDERS))
-_DRA = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
-_GPU_WORKLOADS = WORKLOAD_KINDS | _DRA
-"""Which workloads exist and use GPUs (DRA claims count), and which are controlled."""
-_DEVICE_PLUGIN = frozenset({"ClusterPolicy", "ConfigMap"})
-"""The GPU Operator's ClusterPolicy and the device-plugin ConfigMaps it names."""
-_NODE = POOL_KINDS | _DEVICE_PLUGIN | _IDENTITY
-_TENANTS = _NODE | _GPU_WORKLOADS | {"Namespace"}
-"""Pools with their tenants: which workloads (of which trust domain) they admit."""
-_KUEUE = frozenset({"LocalQueue", "ClusterQueue", "ResourceFlavor"})
-"""Where Kueue places a queued workload (``scanner.model.queues``)."""
-_PLACED = _TENANTS | _KUEUE
-"""Where a workload may go: a queued one goes where Kueue's flavor puts it."""
-_SIGNATURES = frozenset({"ClusterImagePolicy", "ClusterPolicy", "Policy", "Namespace"})
-_RBAC = _DEVICE_PLUGIN | {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Node"}
-"""Bindings and roles, and the objects a ``resourceNames`` rule must name to count:
-device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy."""
-_ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
-_NS = frozenset({"Namespace"})
-_NETPOL = frozenset({"NetworkPolicy"})
-_OPERATOR = frozenset({"ClusterPolicy", "Deployment", "Node"})
 
 
 class Fact(NamedTuple):
@@ -112,39 +90,37 @@ class NamespaceFacts(TypedDict):
     """A namespace (``scanner.model.namespaces``)."""
 
     name: Annotated[str, fact("the namespace's name")]
-    known: Annotated[bool, fact("a Namespace object of that name is in scope", _NS)]
-    labels: Annotated[dict[str, str], fact("its labels", _NS)]
+    known: Annotated[bool, fact("a Namespace object of that name is in scope", NS)]
+    labels: Annotated[dict[str, str], fact("its labels", NS)]
     trustDomain: Annotated[
         str,
         fact(
             "the value of the label config `trustDomainLabel` names, else the namespace's "
             "own name; `platform` for operator namespaces",
-            _NS,
+            NS,
         ),
     ]
     operator: Annotated[bool, fact("one of config `operatorNamespaces`")]
     system: Annotated[bool, fact("one of config `systemNamespaces`")]
     platform: Annotated[bool, fact("`operator` or `system`")]
-    pssEnforce: Annotated[str, fact('its `pod-security.kubernetes.io/enforce` label, or `""`', _NS)]
+    pssEnforce: Annotated[str, fact('its `pod-security.kubernetes.io/enforce` label, or `""`', NS)]
     networkPolicies: Annotated[
-        list[str], fact("names of the NetworkPolicies in scope in it", _NETPOL)
+        list[str], fact("names of the NetworkPolicies in scope in it", NETPOL)
     ]
-    netpolsKnown: Annotated[bool, fact("it has at least one NetworkPolicy", _NETPOL)]
+    netpolsKnown: Annotated[bool, fact("it has at least one NetworkPolicy", NETPOL)]
     defaultDenyIngress: Annotated[
         bool,
-        fact("a policy selecting every pod denies ingress, and none allows all", _NETPOL),
+        fact("a policy selecting every pod denies ingress, and none allows all", NETPOL),
     ]
-    defaultDenyEgress: Annotated[bool, fact("the same for egress", _NETPOL)]
-    defaultDeny: Annotated[bool, fact("both", _NETPOL)]
-    signatureOptIn: Annotated[
-        bool, fact('its label `policy.sigstore.dev/include` is `"true"`', _NS)
-    ]
+    defaultDenyEgress: Annotated[bool, fact("the same for egress", NETPOL)]
+    defaultDeny: Annotated[bool, fact("both", NETPOL)]
+    signatureOptIn: Annotated[bool, fact('its label `policy.sigstore.dev/include` is `"true"`', NS)]
     gpuWorkloads: Annotated[
         GpuWorkloadNames,
         fact(
             "`count` of the GPU workloads in it (a controlled one counts as its "
             "controller) and the first ten `names` (`Kind/name`, sorted)",
-            _GPU_WORKLOADS,
+            GPU_WORKLOADS,
         ),
     ]
 
@@ -173,20 +149,20 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         instance(
             "a container requests or limits a GPU resource (a count of zero asks for "
             "none), a DRA claim asks for a GPU DeviceClass, or a KAI annotation a share",
-            _DRA,
+            DRA,
         ),
     ]
     gpuSharing: Annotated[
         dict[str, str],
-        instance("how it shares its GPUs: `mode`, `by`, `path` (scanner.model.sharing)", _DRA),
+        instance("how it shares its GPUs: `mode`, `by`, `path` (scanner.model.sharing)", DRA),
     ]
-    gpuViaDra: Annotated[bool, instance("a DRA claim asks for a GPU DeviceClass", _DRA)]
+    gpuViaDra: Annotated[bool, instance("a DRA claim asks for a GPU DeviceClass", DRA)]
     draClaims: Annotated[
         list[dict[str, Any]],
         instance(
             "the pod's `resourceClaims`, each with `name`, `claimName`, `template`, "
             "`found`, `deviceClasses`, `gpu`, `sharing` (`GpuConfig`), `path`, `ref`",
-            _DRA,
+            DRA,
         ),
     ]
     pending: Annotated[bool, instance("a Pod in phase `Pending`")]
@@ -202,7 +178,7 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         instance('`Kind/name` of the top controller in the run, `""` when none', WORKLOAD_KINDS),
     ]
     ns: Annotated[NamespaceFacts, instance("the facts of its namespace, as `ns` has them (below)")]
-    trustDomain: Annotated[str, instance("its namespace's trust domain", _NS)]
+    trustDomain: Annotated[str, instance("its namespace's trust domain", NS)]
     poolsKnown: Annotated[
         bool,
         instance(
@@ -216,19 +192,19 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         instance(
             "live GPU pods: the node it runs on, with `name`, `sharing`, `shared` and "
             "the `trustDomains` of the GPU pods there; `{}` otherwise",
-            _TENANTS,
+            TENANTS,
         ),
     ]
-    runningShared: Annotated[bool, instance("`runningNode` is time-sliced or MPS", _TENANTS)]
+    runningShared: Annotated[bool, instance("`runningNode` is time-sliced or MPS", TENANTS)]
     podLabels: Annotated[dict[str, str], fact("labels of the pod template")]
     podAnnotations: Annotated[dict[str, str], fact("annotations of the pod template")]
     containers: Annotated[
         list[Container],
         fact(
-            "every container, init and ephemeral container as written, with its `path`, "
-            "`type`, `digestPinned`, effective `security` settings and image `signature` "
+            "every container, init and ephemeral container as written, with its `path`, `type`, "
+            "`digestPinned`, `imageReference`, effective `security` and image `signature` "
             "(`covered`, `known`, `policies`, `reason`)",
-            signature=_SIGNATURES,
+            signature=SIGNATURES,
         ),
     ]
     gpuResources: Annotated[
@@ -258,7 +234,7 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
     ]
     tolerations: Annotated[list[Mapping[str, Any]], fact("the pod's tolerations as written")]
     queuedPlacement: Annotated[
-        str, fact('why Kueue decides where it runs, `""` when its placement is as written', _KUEUE)
+        str, fact('why Kueue decides where it runs, `""` when its placement is as written', KUEUE)
     ]
     targets: Annotated[
         list[dict[str, Any]],
@@ -267,7 +243,7 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
             "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `fractional`, "
             "`migStrategies`, `advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, "
             "`perPod` (resource -> most per container, per pod; absent: unknown)",
-            _PLACED,
+            PLACED,
         ),
     ]
     nonGpuMatches: Annotated[
@@ -275,11 +251,11 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         fact(
             "when it reaches no GPU pool: the nodes not known to have GPUs it matches "
             "(`pool <name>`, `Kind/name`), at most five",
-            _PLACED,
+            PLACED,
         ),
     ]
     diagnosis: Annotated[
-        str, fact('why it cannot run on any visible pool, in one line; `""` when it can', _PLACED)
+        str, fact('why it cannot run on any visible pool, in one line; `""` when it can', PLACED)
     ]
     serviceAccount: Annotated[
         dict[str, Any],
@@ -300,6 +276,23 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         list[dict[str, Any]],
         fact("each pod volume: `name`, `type`, `path`, `typePath`, `hostPath`"),
     ]
+    visibleDevices: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "containers whose `NVIDIA_VISIBLE_DEVICES` (`env`/`envFrom`, values seen) asks for "
+            "GPUs: `container`, `type`, `value`, `path`, `ignored` (by the toolkit, ClusterPolicy)",
+            DEVICE_PLUGIN,
+        ),
+    ]
+    weightBuckets: Annotated[
+        list[dict[str, Any]],
+        fact(
+            "buckets its pod volumes mount through a CSI driver: `bucket`, `provider`, `via`, "
+            "`volume`, `path`, `declared`; declared in scope: `declaration`, `declarationKind`, "
+            "`public` (reasons: `ref`, `path`, `message`), `cmek`, `cmekReason`",
+            BUCKETS,
+        ),
+    ]
     podSecurity: Annotated[
         dict[str, Any],
         fact(
@@ -308,7 +301,7 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         ),
     ]
     signaturePoliciesKnown: Annotated[
-        bool, fact("a ClusterImagePolicy or a Kyverno `verifyImages` rule is in scope", _SIGNATURES)
+        bool, fact("a ClusterImagePolicy or a Kyverno `verifyImages` rule is in scope", SIGNATURES)
     ]
 
 
@@ -344,10 +337,10 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
         str,
         fact(
             "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`",
-            _DEVICE_PLUGIN,
+            DEVICE_PLUGIN,
         ),
     ]
-    migStrategy: Annotated[str, fact("`none`, `single` or `mixed`", _DEVICE_PLUGIN)]
+    migStrategy: Annotated[str, fact("`none`, `single` or `mixed`", DEVICE_PLUGIN)]
     migConfig: Annotated[str, fact("`nvidia.com/mig.config`")]
     migConfigState: Annotated[str, fact("`nvidia.com/mig.config.state`")]
     migProfiles: Annotated[list[str], fact("MIG profiles its config names")]
@@ -355,23 +348,23 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
     devicePluginConfig: Annotated[str, fact("its `nvidia.com/device-plugin.config` label")]
     devicePluginConfigPath: Annotated[str, fact("where that label is written")]
     devicePluginDisabled: Annotated[
-        bool, fact("Nodes: no device plugin is meant to run there", _DEVICE_PLUGIN)
+        bool, fact("Nodes: no device plugin is meant to run there", DEVICE_PLUGIN)
     ]
     replicas: Annotated[
-        int, fact("time-sliced or MPS replicas per GPU (0: unknown)", _DEVICE_PLUGIN)
+        int, fact("time-sliced or MPS replicas per GPU (0: unknown)", DEVICE_PLUGIN)
     ]
-    oneShare: Annotated[bool, fact("one container may take one replica only", _DEVICE_PLUGIN)]
+    oneShare: Annotated[bool, fact("one container may take one replica only", DEVICE_PLUGIN)]
     renameShared: Annotated[
-        bool, fact("shared resources are renamed `<name>.shared`", _DEVICE_PLUGIN)
+        bool, fact("shared resources are renamed `<name>.shared`", DEVICE_PLUGIN)
     ]
-    advertises: Annotated[list[str], fact("the GPU resource names it advertises", _DEVICE_PLUGIN)]
+    advertises: Annotated[list[str], fact("the GPU resource names it advertises", DEVICE_PLUGIN)]
     gke: Annotated[bool, fact("a GKE node or node pool")]
     identity: Annotated[
         dict[str, Any],
         fact(
             "declarations: the node identity, `provider`, `known`, `metadataMode`, "
             "`hopLimit`, `httpTokens`, `endpoint`, `broadScopes`, their paths, `ref`",
-            _IDENTITY,
+            IDENTITY,
         ),
     ]
 
@@ -379,35 +372,35 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
 class PoolFacts(TypedDict):
     """GPU nodes and declarations grouped by pool (``scanner.model.pools``)."""
 
-    name: Annotated[str, fact('the pool\'s name; `""` for GPU nodes without a pool label', _NODE)]
-    unpooled: Annotated[bool, fact("the group of GPU nodes without a pool label", _NODE)]
+    name: Annotated[str, fact('the pool\'s name; `""` for GPU nodes without a pool label', NODE)]
+    unpooled: Annotated[bool, fact("the group of GPU nodes without a pool label", NODE)]
     members: Annotated[
         list[dict[str, Any]],
         fact(
             "each node or declaration: `kind`, `name`, `ref`, `sharing`, `migStrategy`, "
             "`migProfiles`, `devicePluginConfig`",
-            _NODE,
+            NODE,
         ),
     ]
-    sharingModes: Annotated[list[str], fact("the members' sharing modes", _NODE)]
-    sharing: Annotated[str, fact("the one sharing mode, or `mixed`", _NODE)]
-    shared: Annotated[bool, fact("a member is time-sliced or MPS", _NODE)]
-    migStrategies: Annotated[list[str], fact("the MIG members' strategies", _NODE)]
-    migProfiles: Annotated[list[str], fact("the MIG members' profiles", _NODE)]
-    migLayouts: Annotated[list[str], fact("the MIG members' layouts", _NODE)]
-    advertises: Annotated[list[str], fact("GPU resource names the members advertise", _NODE)]
-    maxGpusPerNode: Annotated[int, fact("the largest member's GPUs", _NODE)]
-    skus: Annotated[list[str], fact("the members' SKU label values", _NODE)]
+    sharingModes: Annotated[list[str], fact("the members' sharing modes", NODE)]
+    sharing: Annotated[str, fact("the one sharing mode, or `mixed`", NODE)]
+    shared: Annotated[bool, fact("a member is time-sliced or MPS", NODE)]
+    migStrategies: Annotated[list[str], fact("the MIG members' strategies", NODE)]
+    migProfiles: Annotated[list[str], fact("the MIG members' profiles", NODE)]
+    migLayouts: Annotated[list[str], fact("the MIG members' layouts", NODE)]
+    advertises: Annotated[list[str], fact("GPU resource names the members advertise", NODE)]
+    maxGpusPerNode: Annotated[int, fact("the largest member's GPUs", NODE)]
+    skus: Annotated[list[str], fact("the members' SKU label values", NODE)]
     tenants: Annotated[
         list[Tenant],
         fact(
             "namespaces whose workloads it admits: `namespace`, `trustDomain`, `workloads`",
-            _PLACED,
+            PLACED,
         ),
     ]
-    trustDomains: Annotated[list[str], fact("the known trust domains of its tenants", _PLACED)]
+    trustDomains: Annotated[list[str], fact("the known trust domains of its tenants", PLACED)]
     fractionalTrustDomains: Annotated[
-        list[str], fact("the known trust domains of its fractional tenants (KAI, HAMi)", _PLACED)
+        list[str], fact("the known trust domains of its fractional tenants (KAI, HAMi)", PLACED)
     ]
 
 
@@ -444,14 +437,14 @@ class AdmissionFacts(TypedDict):
 
     known: Annotated[
         bool,
-        fact("an audit listed the policies and bindings; in a scan, one is in scope", _ADMISSION),
+        fact("an audit listed the policies and bindings; in a scan, one is in scope", ADMISSION),
     ]
     policies: Annotated[
         list[dict[str, Any]],
         fact(
             "each policy: `name`, `pods`, `controllers`, `runtimeClass`, `sku`, "
             "`failurePolicy`, `bindings`, `actions`, `deny`",
-            _ADMISSION,
+            ADMISSION,
         ),
     ]
 
@@ -460,11 +453,9 @@ class GpuWorkloadsFacts(TypedDict):
     """The GPU workloads of the run (``scanner.model.cluster``)."""
 
     count: Annotated[
-        int, fact("objects with a GPU pod template that are not controlled", _GPU_WORKLOADS)
+        int, fact("objects with a GPU pod template that are not controlled", GPU_WORKLOADS)
     ]
-    names: Annotated[
-        list[str], fact("the first ten, `namespace/Kind/name`, sorted", _GPU_WORKLOADS)
-    ]
+    names: Annotated[list[str], fact("the first ten, `namespace/Kind/name`, sorted", GPU_WORKLOADS)]
 
 
 class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now``
@@ -476,19 +467,19 @@ class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now
         fact(
             "what ClusterPolicy names: `policyKnown`, `configName`, `configFound`, "
             "`defaultKey`, `keys`, `migStrategy`, `dangling` references",
-            _NODE,
+            NODE,
         ),
     ]
     poolsKnown: Annotated[bool, fact("GPU pools are in scope", POOL_KINDS)]
     gpuOperator: Annotated[
         dict[str, Any],
         fact(
-            "ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", _OPERATOR
+            "ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", OPERATOR
         ),
     ]
     rbac: Annotated[
         dict[str, Any],
-        fact("`bindings` that give someone power over the GPU Operator (PG306)", _RBAC),
+        fact("`bindings` that give someone power over the GPU Operator (PG306)", RBAC),
     ]
 
 
@@ -514,7 +505,7 @@ VARIABLES: Final = (
     Variable("object", "the raw Kubernetes object"),
     Variable("workload", "for workload rules", WorkloadFacts, "workload", whole=ALL_KINDS),
     # A node read whole counts its own kinds as joins: it may be a Node or a declaration.
-    Variable("node", "for node rules", NodeFacts, "node", whole=_NODE),
+    Variable("node", "for node rules", NodeFacts, "node", whole=NODE),
     Variable("pool", "for pool rules", PoolFacts, "pool"),
     Variable("sharingConfig", "for sharingConfig rules", SharingConfigFacts, "sharingConfig"),
     Variable(
@@ -541,7 +532,7 @@ NAMES: Final = tuple(variable.name for variable in VARIABLES)
 SUBJECT_KINDS: Final[Mapping[str, Kinds]] = {
     "node": POOL_KINDS,
     "pool": POOL_KINDS,
-    "namespace": _NS,
+    "namespace": NS,
     "sharingConfig": frozenset({"ConfigMap", "EC2NodeClass"}),
     "cluster": _NONE,  # made up by the model (scanner.model.cluster): only joins
 }

@@ -17,7 +17,10 @@ Every container gets ``security``, its effective settings:
   ``seccompProfileFrom`` likewise. A ``seccompProfile`` without a type is set (to
   ``""``), as in ``check_seccompProfile_restricted.go``: only an absent profile is
   inherited;
-* ``capabilitiesDrop`` / ``capabilitiesAdd``: the container's capability lists.
+* ``capabilitiesDrop`` / ``capabilitiesAdd``: the container's capability lists;
+* ``misspelt``: unknown securityContext fields close to a known one (``field``,
+  ``suggestion``, ``path``): ``allowPrivilegedEscalation`` for
+  ``allowPrivilegeEscalation``, which the API server drops, leaving the control unset.
 
 Every workload gets ``volumes``: each pod volume with ``name``, ``type`` (its
 volume source: ``hostPath``, ``emptyDir``, ...; a volume naming no source is an
@@ -28,7 +31,7 @@ directory of a hostPath volume, else ``""``).
 And ``podSecurity``, what is judged where it is written (lists hold only entries
 that set something, so most are empty):
 
-* ``path``: the pod's ``securityContext`` path;
+* ``path``: the pod's ``securityContext`` path; ``misspelt``: as a container's;
 * ``windows``: ``spec.os.name`` is ``windows`` (Pod Security exempts such pods from
   its Linux-only restricted controls); ``userNamespace``: ``spec.hostUsers`` is
   ``false`` (the pod runs in a user namespace);
@@ -52,6 +55,7 @@ that set something, so most are empty):
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -133,6 +137,62 @@ def _pod_security(workload: Workload) -> None:
     )
 
 
+CONTAINER_CONTEXT_FIELDS: Final = frozenset(
+    {
+        "allowPrivilegeEscalation",
+        "appArmorProfile",
+        "capabilities",
+        "privileged",
+        "procMount",
+        "readOnlyRootFilesystem",
+        "runAsGroup",
+        "runAsNonRoot",
+        "runAsUser",
+        "seLinuxOptions",
+        "seccompProfile",
+        "windowsOptions",
+    }
+)
+"""``corev1.SecurityContext``: a container's securityContext fields."""
+POD_CONTEXT_FIELDS: Final = frozenset(
+    {
+        "appArmorProfile",
+        "fsGroup",
+        "fsGroupChangePolicy",
+        "runAsGroup",
+        "runAsNonRoot",
+        "runAsUser",
+        "seLinuxChangePolicy",
+        "seLinuxOptions",
+        "seccompProfile",
+        "supplementalGroups",
+        "supplementalGroupsPolicy",
+        "sysctls",
+        "windowsOptions",
+    }
+)
+"""``corev1.PodSecurityContext``: the pod's securityContext fields."""
+_MAX_MISSPELT: Final = 8
+_MAX_FIELD_NAME: Final = 64
+"""Unknown fields looked at per context, and the longest name compared: the hints cost
+no more on a hostile securityContext."""
+
+
+def misspelt(context: Mapping[str, Any], known: frozenset[str], path: str) -> list[dict[str, str]]:
+    """Unknown fields of a securityContext that look like a known one (the API server
+    drops an unknown field, so ``allowPrivilegedEscalation: false`` leaves the control
+    unset): ``field``, ``suggestion``, ``path``."""
+    unknown = [key for key in context if isinstance(key, str) and key not in known]
+    found: list[dict[str, str]] = []
+    for key in unknown[:_MAX_MISSPELT]:
+        if len(key) > _MAX_FIELD_NAME:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+        if close:
+            found.append({"field": key, "suggestion": close[0], "path": join_path(path, key)})
+    return found
+
+
 _NOTHING_SET: dict[str, Any] = {
     "allowPrivilegeEscalation": True,
     "allowPrivilegeEscalationSet": False,
@@ -142,6 +202,7 @@ _NOTHING_SET: dict[str, Any] = {
     "seccompProfileFrom": "",
     "capabilitiesDrop": [],
     "capabilitiesAdd": [],
+    "misspelt": [],
 }
 """The facts of a container when neither it nor its pod sets a securityContext: shared
 by all such containers (facts are read-only), since in a large cluster most are."""
@@ -171,7 +232,14 @@ def container_security(
         "seccompProfileFrom": seccomp_from,
         "capabilitiesDrop": _strings(capabilities.get("drop")),
         "capabilitiesAdd": _strings(capabilities.get("add")),
+        "misspelt": misspelt(context, CONTAINER_CONTEXT_FIELDS, _context_path(container))
+        if context
+        else [],
     }
+
+
+def _context_path(container: Mapping[str, Any]) -> str:
+    return join_path(_text(container.get("path")), "securityContext")
 
 
 def _inherited(own: object, pod: object, kind: type) -> tuple[Any, str]:
@@ -209,6 +277,7 @@ def pod_security(
             probe_hosts.extend(_probe_hosts(container))
     return {
         "path": context_path,
+        "misspelt": misspelt(context, POD_CONTEXT_FIELDS, context_path) if context else [],
         "windows": as_mapping(pod_spec.get("os")).get("name") == "windows",
         "userNamespace": pod_spec.get("hostUsers") is False,
         "runAsNonRootSet": isinstance(non_root, bool),

@@ -4,6 +4,9 @@
 items (a taint, a tenant of a pool, ...), which CEL reads as maps.
 """
 
+# No ``from __future__ import annotations``: ``scanner.model.facts`` reads the fact
+# tables' annotations at run time, and these are among them.
+
 from typing import Any, TypedDict
 
 Container = dict[str, Any]  # as written, with path, type, name, digestPinned, security, ...

@@ -32,6 +32,7 @@ from scanner.kinds import CONTAINER_FIELDS, INLINE_CONTAINER_NAME, PodTemplate, 
 from scanner.model.controllers import top_controllers
 from scanner.model.dra import DraResolver
 from scanner.model.facts import WorkloadFacts, table
+from scanner.model.imagerefs import sigstore_name
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import is_zero, positive_count
 from scanner.model.selectors import label_value
@@ -149,7 +150,7 @@ def build_workloads(
                 invalid.append(
                     InvalidDocument(
                         "PG003",
-                        f"{obj.kind} {obj.name or '(unnamed)'}: "
+                        f"{obj.kind} {obj.ref.name or '(unnamed)'}: "
                         f"pod spec at {path} is not a mapping",
                         obj.origin,
                         line,
@@ -332,6 +333,7 @@ def _container(
     facts["name"] = _text(container.get("name")) or default_name
     image = container.get("image")
     facts["digestPinned"] = isinstance(image, str) and _DIGEST_PINNED.search(image) is not None
+    facts["imageReference"] = isinstance(image, str) and sigstore_name(image) is not None
     return facts
 
 

@@ -310,6 +310,17 @@ def _result(om: Any, finding: Finding, rule_index: int, fingerprint: str) -> Any
         level=str(finding.level),
         message=om.Message(text=finding.message),
         locations=[_location(om, finding)],
+        related_locations=[
+            om.Location(
+                id=index,
+                physical_location=_physical(
+                    om, related.location.uri, related.location.line, related.location.column
+                ),
+                message=om.Message(text=related.message),
+            )
+            for index, related in enumerate(finding.related)
+        ]
+        or None,
         partial_fingerprints={FINGERPRINT_KEY: fingerprint},
         suppressions=suppressions,
     )

@@ -152,7 +152,8 @@ def test_false_switches_become_empty_and_every_field_is_mapped(tmp_path: Path) -
 spec:
   require: {runtimeClass: false, networkPolicy: false, podSecurity: baseline,
             imageDigestPin: false, signatureVerify: false, workloadIdentity: false,
-            timeSliceSameTrustOnly: false, forbidNodeWideObjectIAM: false}
+            timeSliceSameTrustOnly: false, forbidNodeWideObjectIAM: false,
+            weightBucketPublicAccess: true, cmek: false}
   operatorNamespaces: [gpu-ops]
   systemNamespaces: [kube-system, calico-system]
   trustDomainLabel: acme.io/tenant
@@ -180,6 +181,8 @@ spec:
             workload_identity=False,
             time_slice_same_trust_only=False,
             forbid_node_wide_object_iam=False,
+            weight_bucket_public_access=True,
+            cmek=False,
         ),
         operator_namespaces=("gpu-ops",),
         system_namespaces=("kube-system", "calico-system"),
@@ -201,6 +204,7 @@ spec:
     view = config.cel_view()
     assert view["require"]["runtimeClass"] == "" and view["require"]["networkPolicy"] == ""
     assert view["extendedResourceToleration"] is True
+    assert view["require"]["weightBucketPublicAccess"] is True and view["require"]["cmek"] is False
     assert view["workloadIdentityKeys"] == ["acme.io/cloud-role"]
     assert view["admins"][1] == {"kind": "ServiceAccount", "name": "argocd", "namespace": "argocd"}
 

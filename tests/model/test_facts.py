@@ -15,7 +15,7 @@ import pytest
 
 from scanner.config.values import Config
 from scanner.kinds.resources import RESOURCES
-from scanner.model import Model, build_model, facts
+from scanner.model import Model, build_model, factkinds, facts
 from scanner.model.providers import DECLARE
 from scanner.model.workloads import INSTANCE_FACTS
 from scanner.ruleset import catalog
@@ -123,8 +123,8 @@ def test_every_kind_a_fact_is_read_from_is_listable() -> None:
 
 
 def test_every_provider_has_a_reader_and_a_listable_resource() -> None:
-    assert tuple(DECLARE) == facts.PROVIDERS
-    for provider in facts.PROVIDERS:
+    assert tuple(DECLARE) == factkinds.PROVIDERS
+    for provider in factkinds.PROVIDERS:
         [resource] = [r for r in RESOURCES if r.kind == provider.kind]
         assert resource.group == provider.group
         assert provider.kind in facts.POOL_KINDS

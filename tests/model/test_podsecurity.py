@@ -34,7 +34,35 @@ def test_container_values_win_over_the_pods() -> None:
         "seccompProfileFrom": "container",
         "capabilitiesDrop": ["ALL"],
         "capabilitiesAdd": ["NET_BIND_SERVICE"],
+        "misspelt": [],
     }
+
+
+def test_misspelt_fields_get_a_suggestion_and_the_cost_is_bounded() -> None:
+    own = {
+        "path": "spec.containers[0]",
+        "securityContext": {
+            "allowPrivilegedEscalation": False,
+            "runAsNonroot": True,
+            "readOnlyRootFilesystem": True,
+            "somethingElse": 1,
+            "x" * 10_000: True,
+        },
+    }
+    assert container_security(own, {})["misspelt"] == [
+        {
+            "field": "allowPrivilegedEscalation",
+            "suggestion": "allowPrivilegeEscalation",
+            "path": "spec.containers[0].securityContext.allowPrivilegedEscalation",
+        },
+        {
+            "field": "runAsNonroot",
+            "suggestion": "runAsNonRoot",
+            "path": "spec.containers[0].securityContext.runAsNonroot",
+        },
+    ]
+    many = {f"allowPrivilegeEscalatio{i}": False for i in range(1000)}
+    assert len(container_security({"securityContext": many}, {})["misspelt"]) == 8
 
 
 def test_inherited_and_unset_values() -> None:

@@ -339,7 +339,7 @@ def test_scan_of_the_demo_writes_valid_reports(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     objects = policyreport_crd.load_stream(out.read_text(encoding="utf-8"))
     summary = json.loads(_scan("fixtures/demo", "--format", "json").stdout)["summary"]
-    assert sum(o["summary"]["fail"] for o in objects) == summary["findings"] == 32
+    assert sum(o["summary"]["fail"] for o in objects) == summary["findings"] == 22
     assert objects[0]["kind"] == "ClusterPolicyReport"
     namespaces = [o["metadata"]["namespace"] for o in objects[1:]]
     assert namespaces == sorted(namespaces) and len(set(namespaces)) == len(namespaces)

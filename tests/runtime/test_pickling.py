@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scanner.findings.records import Finding, Level, Location, Outcome, Suppression
+from scanner.findings.records import Finding, Level, Location, Outcome, Related, Suppression
 from scanner.inventory import LineMap, ObjectRef, Origin
 
 REF = ObjectRef("apps/v1", "Deployment", "team-a", "trainer")
@@ -22,7 +22,8 @@ SAMPLES: list[Any] = [
     REF,
     LOCATION,
     ORIGIN,
-    LineMap({"spec": (3, 1), "spec.replicas": (4, 3)}, "items[2]"),
+    LineMap({"spec": (3, 1), "spec.replicas": (4, 3)}, "items[2]", {12: 9}),
+    Related(LOCATION, "does not drop ALL capabilities"),
     Finding(
         "PG201",
         Level.WARNING,
@@ -33,6 +34,7 @@ SAMPLES: list[Any] = [
         Outcome.ERROR,
         Suppression("external", "accepted until the MIG pool exists"),
         ORIGIN,
+        (Related(LOCATION, "uses hostPort 80"),),
     ),
 ]
 

@@ -6,7 +6,7 @@ labels and taints its nodes get, the labels the provider adds itself, whether it
 nodes have GPUs and how many, and the node identity; ``scanner.model.nodes`` turns it
 into the same ``node`` facts a Node has. Adding a provider is one file here with a
 ``declare`` function, its ``Provider`` (kind, group, the kinds its facts are joined
-from) in ``scanner.model.facts.PROVIDERS``, its API resource in
+from) in ``scanner.model.factkinds.PROVIDERS``, its API resource in
 ``scanner.kinds.resources``, and its line in ``DECLARE`` below.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from scanner.inventory import KubeObject
-from scanner.model import facts
+from scanner.model import factkinds
 from scanner.model.index import ObjectIndex
 from scanner.model.providers import clusterapi, gke, karpenter
 from scanner.model.providers.declaration import Declaration
@@ -25,9 +25,9 @@ Declare = Callable[[KubeObject, ObjectIndex], Declaration]
 """What a provider's nodes are, read from its declaration object (and the objects it
 refers to, through the index)."""
 
-DECLARE: Final[Mapping[facts.Provider, Declare]] = {
-    facts.KARPENTER: karpenter.declare,
-    facts.GKE: gke.declare,
-    facts.CLUSTER_API: clusterapi.declare,
+DECLARE: Final[Mapping[factkinds.Provider, Declare]] = {
+    factkinds.KARPENTER: karpenter.declare,
+    factkinds.GKE: gke.declare,
+    factkinds.CLUSTER_API: clusterapi.declare,
 }
-"""Each provider of ``scanner.model.facts.PROVIDERS`` and its reader, in that order."""
+"""Each provider of ``scanner.model.factkinds.PROVIDERS`` and its reader, in that order."""

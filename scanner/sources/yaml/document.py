@@ -407,7 +407,9 @@ def _add_document(
     objects: list[tuple[str, KubeObject]] = []
     items = _list_items(body, api_version, kind)
     if items is None:
-        objects.append(("", KubeObject(body, origin, LineMap(positions=positions))))
+        columns = held_text_columns(root, text) if kind == "ConfigMap" else None
+        lines = LineMap(positions, columns=columns) if columns else LineMap(positions=positions)
+        objects.append(("", KubeObject(body, origin, lines)))
     else:
         for item_index, item in enumerate(items):
             prefix = f"items[{item_index}]"
@@ -473,6 +475,28 @@ def _list_items(body: dict[str, Any], api_version: str, kind: str) -> list[Any] 
     metadata = body.get("metadata")
     named = isinstance(metadata, dict) and "name" in metadata
     return items if api_version == "v1" or not named else None
+
+
+def held_text_columns(root: MappingNode, text: str) -> dict[int, int]:
+    """File line -> column of its first non-blank character, for the keys under a
+    ConfigMap's ``data`` and every line of their block scalars: the model reads the YAML they hold
+    (device-plugin configs) and names lines of it, whose key is not in column 1.
+    Nothing when libyaml counts lines the text does not (``_unicode_break_fix``)."""
+    columns: dict[int, int] = {}
+    data = next((value for key, value in root.value if key.value == "data"), None)
+    if not isinstance(data, MappingNode) or any(mark in text for mark in _UNICODE_BREAKS):
+        return columns
+    for key, value in data.value:
+        columns[key.start_mark.line + 1] = key.start_mark.column + 1  # findings on the key
+        if not isinstance(value, ScalarNode) or value.style not in ("|", ">"):
+            continue
+        start, end = value.start_mark, value.end_mark
+        held = text[start.index : end.index].split("\n")
+        for offset, line in enumerate(held[1:], start=start.line + 2):
+            stripped = line.lstrip(" ")
+            if stripped.strip():
+                columns[offset] = len(line) - len(stripped) + 1
+    return columns
 
 
 def _has_name(obj: KubeObject) -> bool:

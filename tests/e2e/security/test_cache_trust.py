@@ -27,7 +27,7 @@ from scanner.ruleset import load as rules
 from scanner.runtime import cachedir
 
 DEMO = cli_run.ROOT / "fixtures" / "demo"
-DEMO_FINDINGS = 32
+DEMO_FINDINGS = 22
 _RECORD = struct.Struct(">16sI")  # scanner/cel/programcache.py: key, length, program
 cpp_only = pytest.mark.skipif(not cpp_available(), reason="cel-expr-python not installed")
 posix_only = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owner and mode")

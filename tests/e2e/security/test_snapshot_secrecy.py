@@ -170,11 +170,15 @@ ENV_FREE_JOINS = {"PG110": frozenset({"Deployment"})}
 ClusterPolicy's toolkit env, and of a Deployment only the GPU Operator's image (its
 version: ``cluster.gpuOperator``, scanner/model/gpuoperator.py)."""
 
+ENV_KEPT_READERS = {"PG307"}
+"""Bundled rules that read env values of workloads, only those a snapshot keeps
+(``redaction.KEPT_ENV``: PG307 reads ``NVIDIA_VISIBLE_DEVICES`` alone)."""
+
 
 def test_no_bundled_rule_names_them_on_a_workload() -> None:
     """The bundled rules' own text: ``env`` only in rules that read no workload kind
-    (PG110 reads the ClusterPolicy's toolkit env; ``ENV_FREE_JOINS``), and never the
-    annotation."""
+    (PG110 reads the ClusterPolicy's toolkit env; ``ENV_FREE_JOINS``) or read only the
+    kept variables (``ENV_KEPT_READERS``), and never the annotation."""
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     for rule in ruleset.rules:
         if rule.builtin:
@@ -182,9 +186,35 @@ def test_no_bundled_rule_names_them_on_a_workload() -> None:
         assert redaction._bundled(rule), rule.doc.source
         text = (REPO / "rules" / Path(rule.doc.source).name).read_text()
         assert "last-applied" not in text, rule.id
-        if "env" in text.replace("environment", ""):
+        if "env" in text.replace("environment", "") and rule.id not in ENV_KEPT_READERS:
             kinds = reads(rule).kinds - ENV_FREE_JOINS.get(rule.id, frozenset())
             assert not kinds & WORKLOAD_KINDS, rule.id
+
+
+def test_the_kept_env_values_are_device_selectors_only() -> None:
+    """A snapshot drops every literal env value but ``NVIDIA_VISIBLE_DEVICES``'s."""
+    assert frozenset({"NVIDIA_VISIBLE_DEVICES"}) == redaction.KEPT_ENV
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "env": [
+                        {"name": "DB_PASSWORD", "value": SECRETS[0]},
+                        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                    ],
+                }
+            ]
+        },
+    }
+    redaction.apply([pod], {redaction.ENV_VALUES: frozenset({"Pod"})})
+    assert pod["spec"]["containers"][0]["env"] == [  # type: ignore[index]
+        {"name": "DB_PASSWORD"},
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+    ]
 
 
 def _with_secrets(body: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +261,7 @@ def _in_child(function: Callable[[bool], T], argument: bool) -> T:
 def _fixture_findings(strip: bool) -> tuple[list[tuple[str, ...]], int]:
     """The bundled rules' findings on every fixture (each object given a last-applied
     annotation), with what a snapshot leaves out left out when ``strip``; and how many
-    env entries then still hold a literal value."""
+    env entries then still hold a literal value (but those a snapshot keeps)."""
     ruleset = pipeline.load_ruleset(pipeline.ScanOptions(engine="cpp", enable_all=True))
     fixtures = [str(REPO / "fixtures" / "rules"), str(REPO / "fixtures" / "scenarios")]
     inventory = load_paths(fixtures, REPO)
@@ -243,7 +273,11 @@ def _fixture_findings(strip: bool) -> tuple[list[tuple[str, ...]], int]:
         every = {obj.kind for obj in inventory.objects}
         omitted = {redaction.ENV_VALUES: every & WORKLOAD_KINDS, redaction.LAST_APPLIED: every}
         redaction.apply(bodies, {what: frozenset(kinds) for what, kinds in omitted.items()})
-    values = sum("value" in entry for body in bodies for entry in _env_entries(body))
+    values = sum(
+        "value" in entry and entry.get("name") not in redaction.KEPT_ENV
+        for body in bodies
+        for entry in _env_entries(body)
+    )
     now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     report = pipeline.evaluate_inventory(inventory, ruleset, REPO, now=now)
     found = [(f.rule_id, f.fingerprint, f.message, str(f.location)) for f in report.findings]
