@@ -71,6 +71,9 @@ class Rule:
     """Workload rules: also run on workloads whose controller is in the run
     (``match.controlled: include``); by default their controller's template stands
     for them (see ``controlled`` in ``scanner.model.workloads``)."""
+    admission: Mapping[str, Any] = field(default_factory=dict)
+    """The rule's ``admission`` section as written: how ``poolgate admission export``
+    enforces it at admission (``scanner.ruleset.export``)."""
 
     @property
     def id(self) -> str:
@@ -357,6 +360,7 @@ def _compile(
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
         controlled=match.get("controlled", "skip") == "include",
+        admission=dict(body.get("admission", {})),
     )
 
 
