@@ -58,9 +58,8 @@ def command() -> None:
 )
 @click.option(
     "--params-namespace",
-    default="kube-system",
-    show_default=True,
-    help="Namespace of the params ConfigMap.",
+    default="",
+    help="Namespace of the params ConfigMap (default: the first operator namespace).",
 )
 @click.option(
     "--config",
@@ -85,7 +84,8 @@ def export_command(
     from scanner.reporters import output
     from scanner.ruleset import export
 
-    _check_namespace(params_namespace)
+    if params_namespace:
+        _check_namespace(params_namespace)
     destination = output.Destination("yaml", output_file)
     if not destination.is_stdout:
         output.check_writable(Path(output_file))

@@ -6,7 +6,7 @@ CEL from facts to raw fields would be a compiler nobody can review, and wrong
 wherever a fact joins objects. So a rule that can be enforced at admission says how,
 in its own file, next to the CEL it mirrors: an ``admission`` section with
 ``validations`` written against the raw pod template, through the variables this
-module defines once for every exported policy (``EXPORT_VARIABLES``):
+module defines once for every exported policy (``admission_variables.yaml``):
 
 =====================  ===============================================================
 ``template``           the pod template: the Pod itself, ``spec.template`` of a
@@ -22,19 +22,26 @@ module defines once for every exported policy (``EXPORT_VARIABLES``):
                        ``imageDigestPin``: the config, from the params ConfigMap
 =====================  ===============================================================
 
-A section's optional ``condition`` says when the rule applies (an object it does not
-apply to is admitted); ``systemNamespaces: audit`` says the rule reports notes in
-config ``systemNamespaces``, so the policy gets a second binding there with ``Audit``
-only. A rule without a section is listed with the reason it is not exported: its own
-``admission.notExported``, or its subject's (a pool, a node, a namespace: facts made
-of several objects). Config values go into one ConfigMap (``PARAMS_NAME``) that every
-policy reads through ``paramKind``/``paramRef``: changing them needs no new export.
+A section may add ``variables`` of its own, after these (by convention ``applies``: when
+the rule applies, which each validation tests first). ``systemNamespaces: audit`` says
+the rule reports notes in config ``systemNamespaces``: the policy gets a second binding
+there, with ``Audit`` only. A rule without a section is listed with the reason it is
+not exported: its own ``admission.notExported``, or its subject's (a pool, a node, a
+namespace: facts made of several objects). Config values go into one ConfigMap
+(``PARAMS_NAME``, in the first operator namespace by default) that every policy reads
+through ``paramKind``/``paramRef``: changing them needs no new export.
+
+Why not a translation: a rule and its admission form are both short, stand side by
+side in one file, and the round-trip test (tests/ruleset/test_export_roundtrip.py)
+holds them to the same verdicts on the rule's fixtures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, Final, TextIO
 
 from scanner.cel import Engine, ResultKind
@@ -44,7 +51,8 @@ from scanner.ruleset.load import Rule
 
 API_VERSION: Final = "admissionregistration.k8s.io/v1"
 PARAMS_NAME: Final = "poolgate-admission-params"
-DEFAULT_PARAMS_NAMESPACE: Final = "kube-system"
+FALLBACK_PARAMS_NAMESPACE: Final = "kube-system"
+"""Where the params go when config names no operator namespace."""
 ACTIONS: Final = ("Deny", "Warn", "Audit")
 MANAGED: Final = {"app.kubernetes.io/managed-by": "poolgate"}
 NAMESPACE_LABEL: Final = "kubernetes.io/metadata.name"
@@ -70,45 +78,18 @@ RESOURCE_RULES: Final = (
 creates it) and the built-in controllers (so a Deployment whose pods would be denied
 is denied itself, instead of being admitted with pods that never start)."""
 
-_GPU_RESOURCE: Final = (
-    r"^nvidia\\.com/(gpu|gpu\\.shared|mig-[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$"
-)
-"""``scanner.model.workloads.GPU_RESOURCE``, escaped for a CEL string literal."""
-
-EXPORT_VARIABLES: Final[tuple[tuple[str, str], ...]] = (
-    (
-        "template",
-        "object.kind == 'Pod' ? object"
-        " : object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template"
-        " : object.spec.template",
-    ),
-    ("spec", "variables.template.spec"),
-    (
-        "containers",
-        "variables.spec.?containers.orValue([])"
-        " + variables.spec.?initContainers.orValue([])"
-        " + variables.spec.?ephemeralContainers.orValue([])",
-    ),
-    (
-        "gpu",
-        "variables.containers.exists(c, [c.?resources.?limits.orValue({}),"
-        " c.?resources.?requests.orValue({})].exists(r, r.exists(k,"
-        f" k.matches('{_GPU_RESOURCE}') && quantity(string(r[k])).compareTo(quantity('0')) != 0)))",
-    ),
-    ("namespace", "request.namespace"),
-    (
-        "operatorNamespaces",
-        "params.data.?operatorNamespaces.orValue('').split(',').filter(n, n != '')",
-    ),
-    (
-        "systemNamespaces",
-        "params.data.?systemNamespaces.orValue('').split(',').filter(n, n != '')",
-    ),
-    ("runtimeClass", "params.data.?runtimeClass.orValue('')"),
-    ("skuLabel", "params.data.?skuLabel.orValue('')"),
-    ("imageDigestPin", "params.data.?imageDigestPin.orValue('true') == 'true'"),
-)
+VARIABLES_FILE: Final = Path(__file__).with_name("admission_variables.yaml")
 """The variables every exported policy defines, in order (later ones read earlier ones)."""
+
+
+@cache
+def export_variables() -> tuple[tuple[str, str], ...]:
+    """(name, CEL) of each variable in ``VARIABLES_FILE``."""
+    import yaml
+
+    items = yaml.safe_load(VARIABLES_FILE.read_text(encoding="utf-8"))
+    return tuple((str(item["name"]), str(item["expression"]).strip()) for item in items)
+
 
 SUBJECT_REASONS: Final = {
     "document": "checks the file itself (YAML syntax, duplicate keys and objects), "
@@ -142,9 +123,14 @@ def export(
     rules: Sequence[Rule],
     config: Config,
     actions: Sequence[str] = ("Deny",),
-    params_namespace: str = DEFAULT_PARAMS_NAMESPACE,
+    params_namespace: str = "",
 ) -> Export:
-    """The policies, bindings and params ConfigMap for the enabled ``rules``."""
+    """The policies, bindings and params ConfigMap for the enabled ``rules``.
+
+    ``params_namespace``: where the ConfigMap goes; by default the first operator
+    namespace, the platform's own, whose ConfigMaps the nightly audit reads (PG605
+    finds the SKU label there)."""
+    params_namespace = params_namespace or default_params_namespace(config)
     objects: list[dict[str, Any]] = [params_config_map(config, params_namespace)]
     skipped: list[Skipped] = []
     exported: list[str] = []
@@ -159,6 +145,12 @@ def export(
         objects.append(policy(rule))
         objects.extend(bindings(rule, config, actions, params_namespace))
     return Export(tuple(objects), tuple(skipped), tuple(exported))
+
+
+def default_params_namespace(config: Config) -> str:
+    return (
+        config.operator_namespaces[0] if config.operator_namespaces else FALLBACK_PARAMS_NAMESPACE
+    )
 
 
 def not_exported(rule: Rule) -> str:
@@ -182,19 +174,21 @@ def policy_name(rule: Rule) -> str:
 def policy(rule: Rule) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy of one rule."""
     section = rule.admission
-    condition = section.get("condition")
     validations = []
     for item in section["validations"]:
-        expression = " ".join(str(item["expression"]).split())
-        if condition:
-            expression = f"!({' '.join(str(condition).split())}) || ({expression})"
-        validation: dict[str, Any] = {"expression": expression}
+        # CEL as written (ends trimmed): reflowing it would change its string literals.
+        validation: dict[str, Any] = {"expression": str(item["expression"]).strip()}
         message = item.get("message") or f"{rule.doc.summary} ({rule.id})"
         validation["message"] = " ".join(str(message).split())
         if item.get("messageExpression"):
-            validation["messageExpression"] = " ".join(str(item["messageExpression"]).split())
+            validation["messageExpression"] = str(item["messageExpression"]).strip()
         validation["reason"] = item.get("reason", "Forbidden")
         validations.append(validation)
+    variables = [*export_variables()]
+    variables += [
+        (str(item["name"]), str(item["expression"]).strip())
+        for item in section.get("variables", ())
+    ]
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
@@ -218,7 +212,7 @@ def policy(rule: Rule) -> dict[str, Any]:
                 ]
             },
             "variables": [
-                {"name": name, "expression": expression} for name, expression in EXPORT_VARIABLES
+                {"name": name, "expression": expression} for name, expression in variables
             ],
             "validations": validations,
         },
@@ -274,7 +268,7 @@ def _binding(
 
 
 def params_config_map(config: Config, namespace: str) -> dict[str, Any]:
-    """The config values the exported policies read (``EXPORT_VARIABLES``)."""
+    """The config values the exported policies read (``admission_variables.yaml``)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -309,6 +303,9 @@ def check(result: Export, engine: Engine) -> list[str]:
         if obj["kind"] != "ValidatingAdmissionPolicy":
             continue
         rule_id = obj["metadata"]["annotations"]["poolgate.io/rule"]
+        names = [variable["name"] for variable in obj["spec"]["variables"]]
+        for name in sorted({name for name in names if names.count(name) > 1}):
+            problems.append(f"{rule_id}: admission variables: {name} is defined twice")
         for where, source, kind in expressions(obj):
             try:
                 engine.compile(source, kind)
@@ -318,9 +315,18 @@ def check(result: Export, engine: Engine) -> list[str]:
 
 
 def render(result: Export, out: TextIO) -> None:
-    """Write the objects as one YAML stream, after a comment naming what is not exported."""
+    """Write the objects as one YAML stream, after a comment naming what is not
+    exported. Multi-line CEL is written as a literal block, as it was in the rule."""
     import yaml
 
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, string)
     out.write("# Generated by `poolgate admission export`.\n")
     out.write(f"# Exported rules: {', '.join(result.exported) or 'none'}\n")
     if result.skipped:
@@ -329,4 +335,4 @@ def render(result: Export, out: TextIO) -> None:
             out.write(f"#   {item.rule_id}: {item.reason}\n")
     for obj in result.objects:
         out.write("---\n")
-        out.write(yaml.safe_dump(obj, sort_keys=False, width=100, allow_unicode=False))
+        out.write(yaml.dump(obj, Dumper=Dumper, sort_keys=False, width=10_000))

@@ -11,6 +11,7 @@ verdict rests on facts admission cannot see are exempt, with the reason
 
 from __future__ import annotations
 
+import io
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -59,8 +60,16 @@ def exported() -> export.Export:
     return export.export(rules.rules, rules.config)
 
 
+@cache
+def written() -> tuple[dict[str, Any], ...]:
+    """The objects as the command writes them, read back: what is tested is the YAML."""
+    out = io.StringIO()
+    export.render(exported(), out)
+    return tuple(yaml.safe_load_all(out.getvalue()))
+
+
 def objects_of(kind: str) -> list[dict[str, Any]]:
-    return [obj for obj in exported().objects if obj["kind"] == kind]
+    return [obj for obj in written() if obj["kind"] == kind]
 
 
 def policy_of(rule_id: str) -> dict[str, Any]:
