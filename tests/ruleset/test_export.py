@@ -214,3 +214,43 @@ def test_the_rule_schema_checks_the_admission_section(tmp_path: Path, section: s
     with pytest.raises(RuleLoadError) as raised:
         load_ruleset(ScanOptions(engine="cpp", rule_dirs=[tmp_path], include_bundled=False))
     assert "admission" in "\n".join(raised.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("resource", "count"),
+    [
+        ("nvidia.com/gpu", "1"),
+        ("nvidia.com/gpu.shared", "2"),
+        ("nvidia.com/mig-1g.10gb", "1"),
+        ("nvidia.com/mig-2g.48gb.me.all", "1"),
+        ("nvidia.com/gpu", "0"),
+        ("nvidia.com/gpus", "1"),
+        ("nvidia.com/mig-", "1"),
+        ("example.com/nvidia.com/gpu", "1"),
+        ("amd.com/gpu", "1"),
+    ],
+)
+def test_the_gpu_variable_agrees_with_the_model(resource: str, count: str) -> None:
+    from admission_harness import evaluate
+
+    from scanner.model.quantity import is_zero
+    from scanner.model.workloads import GPU_RESOURCE
+
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {resource: count}}}]
+        },
+    }
+    result = exported()
+    policy = next(
+        obj
+        for obj in result.objects
+        if obj.get("metadata", {}).get("annotations", {}).get("poolgate.io/rule") == "PG103"
+    )
+    params = result.objects[0]
+    verdict = evaluate(policy, [], params, pod)
+    model_gpu = bool(GPU_RESOURCE.match(resource)) and not is_zero(count)
+    assert bool(verdict.messages) == model_gpu
