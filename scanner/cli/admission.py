@@ -92,7 +92,11 @@ def export_command(
     loaded = discovery.resolve([], config_file)
     for warning in loaded.warnings:
         console.warn(warning)
-    options = pipeline.ScanOptions(rule_dirs=rule_dirs, engine=cel_engine, config=loaded.config)
+    # Every mode: audit-only rules are listed as not exported, with why. Rules the
+    # config turns off are left out (``export.export``).
+    options = pipeline.ScanOptions(
+        rule_dirs=rule_dirs, engine=cel_engine, config=loaded.config, enable_all=True
+    )
     ruleset = pipeline.load_ruleset(options)
     result = export.export(ruleset.rules, loaded.config, actions, params_namespace)
     problems = export.check(result, get_engine(cel_engine, export.VARIABLES))

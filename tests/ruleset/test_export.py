@@ -152,6 +152,7 @@ def test_the_command_writes_valid_deterministic_yaml(tmp_path: Path) -> None:
     assert kinds[0] == "ConfigMap" and kinds.count("ValidatingAdmissionPolicy") >= 5
     assert "#   PG105: needs the node pools" in text
     assert "not exported: PG105: needs the node pools" in first.stderr
+    assert "not exported: PG603: reads live state" in first.stderr  # audit-only rules too
 
 
 def test_the_command_takes_the_config(tmp_path: Path) -> None:
