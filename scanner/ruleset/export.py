@@ -6,7 +6,7 @@ CEL from facts to raw fields would be a compiler nobody can review, and wrong
 wherever a fact joins objects. So a rule that can be enforced at admission says how,
 in its own file, next to the CEL it mirrors: an ``admission`` section with
 ``validations`` written against the raw pod template, through the variables this
-module defines once for every exported policy (``admission_variables.yaml``):
+module defines once for every exported policy (``admission_policy.yaml``):
 
 =====================  ===============================================================
 ``template``           the pod template: the Pod itself, ``spec.template`` of a
@@ -70,25 +70,40 @@ VARIABLES: Final = {
 matches several kinds)."""
 
 RESOURCE_RULES: Final = (
-    ("", ("pods", "replicationcontrollers")),
+    ("", ("pods", "pods/ephemeralcontainers", "replicationcontrollers")),
     ("apps", ("deployments", "replicasets", "statefulsets", "daemonsets")),
     ("batch", ("jobs", "cronjobs")),
 )
 """What every exported policy matches, on CREATE and UPDATE: Pods (every pod, whoever
-creates it) and the built-in controllers (so a Deployment whose pods would be denied
-is denied itself, instead of being admitted with pods that never start)."""
+creates it, and the containers ``kubectl debug`` adds to one) and the built-in
+controllers (so a Deployment whose pods would be denied is denied itself, instead of
+being admitted with pods that never start)."""
 
-VARIABLES_FILE: Final = Path(__file__).with_name("admission_variables.yaml")
-"""The variables every exported policy defines, in order (later ones read earlier ones)."""
+POLICY_FILE: Final = Path(__file__).with_name("admission_policy.yaml")
+"""The ``matchConditions`` and ``variables`` every exported policy holds."""
 
 
 @cache
-def export_variables() -> tuple[tuple[str, str], ...]:
-    """(name, CEL) of each variable in ``VARIABLES_FILE``."""
+def _policy_parts() -> dict[str, tuple[tuple[str, str], ...]]:
     import yaml
 
-    items = yaml.safe_load(VARIABLES_FILE.read_text(encoding="utf-8"))
-    return tuple((str(item["name"]), str(item["expression"]).strip()) for item in items)
+    parts = yaml.safe_load(POLICY_FILE.read_text(encoding="utf-8"))
+    return {
+        section: tuple(
+            (str(item["name"]), str(item["expression"]).strip()) for item in parts[section]
+        )
+        for section in ("matchConditions", "variables")
+    }
+
+
+def match_conditions() -> tuple[tuple[str, str], ...]:
+    """(name, CEL) of each ``matchConditions`` entry in ``POLICY_FILE``."""
+    return _policy_parts()["matchConditions"]
+
+
+def export_variables() -> tuple[tuple[str, str], ...]:
+    """(name, CEL) of each variable in ``POLICY_FILE``, in order."""
+    return _policy_parts()["variables"]
 
 
 SUBJECT_REASONS: Final = {
@@ -211,6 +226,9 @@ def policy(rule: Rule) -> dict[str, Any]:
                     for group, resources in RESOURCE_RULES
                 ]
             },
+            "matchConditions": [
+                {"name": name, "expression": expression} for name, expression in match_conditions()
+            ],
             "variables": [
                 {"name": name, "expression": expression} for name, expression in variables
             ],
@@ -268,7 +286,7 @@ def _binding(
 
 
 def params_config_map(config: Config, namespace: str) -> dict[str, Any]:
-    """The config values the exported policies read (``admission_variables.yaml``)."""
+    """The config values the exported policies read (``admission_policy.yaml``)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -286,6 +304,8 @@ def params_config_map(config: Config, namespace: str) -> dict[str, Any]:
 def expressions(obj: dict[str, Any]) -> Iterable[tuple[str, str, ResultKind]]:
     """(where, CEL, result kind) of every expression of an exported policy."""
     spec = obj.get("spec", {})
+    for index, condition in enumerate(spec.get("matchConditions", ())):
+        yield f"matchConditions[{index}]", condition["expression"], ResultKind.BOOL
     for index, variable in enumerate(spec.get("variables", ())):
         yield f"variables[{index}]", variable["expression"], ResultKind.ANY
     for index, validation in enumerate(spec.get("validations", ())):

@@ -1,11 +1,11 @@
 """A small ValidatingAdmissionPolicy evaluator for the export's round-trip test.
 
-It applies an exported policy to one object as the API server would on its CREATE:
-``matchConstraints`` by the object's kind (``scanner.model.admission.covers``),
-``variables`` in order, ``validations``, and the bindings whose namespace selector
-keeps the object's namespace (``kubernetes.io/metadata.name``, set on every
-namespace). CEL runs in poolgate's Kubernetes environment (``scanner.cel.k8s``).
-Only what the exported policies use is here: no ``matchConditions``, no object
+It applies an exported policy to one object as the API server would on its CREATE (or
+UPDATE): ``matchConstraints`` by the object's kind (``scanner.model.admission.covers``),
+``matchConditions``, ``variables`` in order, ``validations``, and the bindings whose
+namespace selector keeps the object's namespace (``kubernetes.io/metadata.name``, set
+on every namespace). CEL runs in poolgate's Kubernetes environment
+(``scanner.cel.k8s``). Only what the exported policies use is here: no object
 selectors, ``params`` is the one ConfigMap given.
 """
 
@@ -27,7 +27,7 @@ from scanner.ruleset.export import NAMESPACE_LABEL, VARIABLES
 @dataclass(frozen=True)
 class Verdict:
     matched: bool
-    """The policy's matchConstraints select the object's kind."""
+    """The policy's matchConstraints select the object's kind, and its matchConditions hold."""
     messages: tuple[str, ...] = ()
     """One per failed validation."""
     actions: frozenset[str] = frozenset()
@@ -58,7 +58,10 @@ def evaluate(
     bindings: Sequence[Mapping[str, Any]],
     params: Mapping[str, Any],
     obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None = None,
 ) -> Verdict:
+    """The policy on the CREATE of ``obj``, or its UPDATE from ``old``."""
     resource = find(api_group(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")))
     spec = policy["spec"]
     if resource is None or not covers(spec.get("matchConstraints"), resource, inherit=False):
@@ -66,10 +69,10 @@ def evaluate(
     namespace = namespace_of(obj)
     data: dict[str, Any] = {
         "object": obj,
-        "oldObject": None,
+        "oldObject": old,
         "params": params,
         "request": {
-            "operation": "CREATE",
+            "operation": "CREATE" if old is None else "UPDATE",
             "namespace": namespace,
             "name": obj.get("metadata", {}).get("name", ""),
             "kind": {"group": resource.group, "version": "v1", "kind": resource.kind},
@@ -79,8 +82,11 @@ def evaluate(
         },
         "authorizer": None,
     }
-    variables: dict[str, Any] = {}
     cel = engine()
+    for condition in spec.get("matchConditions", ()):
+        if not cel.compile(condition["expression"], ResultKind.BOOL).evaluate(cel.activation(data)):
+            return Verdict(matched=False)
+    variables: dict[str, Any] = {}
     for variable in spec.get("variables", ()):
         program = cel.compile(variable["expression"], ResultKind.ANY)
         variables[variable["name"]] = program.evaluate(

@@ -255,3 +255,55 @@ def test_the_gpu_variable_agrees_with_the_model(resource: str, count: str) -> No
     verdict = evaluate(policy, [], params, pod)
     model_gpu = bool(GPU_RESOURCE.match(resource)) and not is_zero(count)
     assert bool(verdict.messages) == model_gpu
+
+
+PRIVILEGED_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "debug", "namespace": "ml"},
+    "spec": {"containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}]},
+}
+
+
+def pg301_policy() -> tuple[dict[str, Any], dict[str, Any]]:
+    result = exported()
+    policy = next(
+        obj
+        for obj in result.objects
+        if obj.get("metadata", {}).get("annotations", {}).get("poolgate.io/rule") == "PG301"
+    )
+    return policy, result.objects[0]
+
+
+def test_an_update_that_leaves_the_pod_template_alone_is_not_judged() -> None:
+    from admission_harness import evaluate
+
+    policy, params = pg301_policy()
+    relabelled = {
+        **PRIVILEGED_POD,
+        "metadata": {**PRIVILEGED_POD["metadata"], "labels": {"a": "b"}},
+    }
+    assert evaluate(policy, [], params, PRIVILEGED_POD).messages  # its CREATE is denied
+    # A controller labelling the pod, or removing a finalizer, after the policy came in.
+    assert not evaluate(policy, [], params, relabelled, old=PRIVILEGED_POD).matched
+
+
+def test_an_update_that_changes_the_pod_template_is_judged() -> None:
+    from admission_harness import evaluate
+
+    policy, params = pg301_policy()
+    plain = {**PRIVILEGED_POD, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    # kubectl debug --profile=sysadmin: a privileged ephemeral container added to a pod.
+    debugged = {
+        **plain,
+        "spec": {
+            **plain["spec"],
+            "ephemeralContainers": [
+                {"name": "debugger", "image": "busybox", "securityContext": {"privileged": True}}
+            ],
+        },
+    }
+    verdict = evaluate(policy, [], params, debugged, old=plain)
+    assert verdict.matched and "debugger" in verdict.messages[0]
+    resources = policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"]
+    assert "pods/ephemeralcontainers" in resources
