@@ -3,6 +3,7 @@ environment, that PG605 counts it as the admission floor, and what it refuses.""
 
 from __future__ import annotations
 
+import io
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -307,3 +308,24 @@ def test_an_update_that_changes_the_pod_template_is_judged() -> None:
     assert verdict.matched and "debugger" in verdict.messages[0]
     resources = policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"]
     assert "pods/ephemeralcontainers" in resources
+
+
+def test_every_object_is_a_valid_kubernetes_object() -> None:
+    # The official client's models know every field of admissionregistration.k8s.io/v1:
+    # an object read into its model and written back is unchanged only when it holds
+    # no field the API does not have; the client also checks required fields and enums.
+    pytest.importorskip("kubernetes")
+    from kubernetes.client import ApiClient
+
+    client = ApiClient()
+    models = {
+        "ConfigMap": "V1ConfigMap",
+        "ValidatingAdmissionPolicy": "V1ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding": "V1ValidatingAdmissionPolicyBinding",
+    }
+    out = io.StringIO()
+    export.render(exported(), out)
+    for obj in yaml.safe_load_all(out.getvalue()):
+        assert obj["apiVersion"] in ("v1", export.API_VERSION)
+        model = client._ApiClient__deserialize(obj, models[obj["kind"]])  # type: ignore[attr-defined]
+        assert client.sanitize_for_serialization(model) == obj
