@@ -329,3 +329,19 @@ def test_every_object_is_a_valid_kubernetes_object() -> None:
         assert obj["apiVersion"] in ("v1", export.API_VERSION)
         model = client._ApiClient__deserialize(obj, models[obj["kind"]])  # type: ignore[attr-defined]
         assert client.sanitize_for_serialization(model) == obj
+
+
+def test_a_rule_variable_may_not_shadow_the_exports_own(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "ACME001-x.yaml").write_text(
+        "id: ACME001\nname: acme-x\nlevel: error\nsummary: s\ndescription: d\n"
+        "remediation: r.\nsubject: workload\nviolations: '[]'\n"
+        "admission:\n  variables:\n    - {name: gpu, expression: 'false'}\n"
+        "  validations:\n    - expression: '!variables.gpu'\n",
+        encoding="utf-8",
+    )
+    run = poolgate("admission", "export", "--rules", str(rules), cwd=tmp_path)
+    assert run.returncode == 2
+    assert "ACME001: admission variables: gpu is defined twice" in run.stderr
+    assert run.stdout == ""
