@@ -79,13 +79,19 @@ def export_command(
     from functools import partial
 
     from scanner import pipeline
-    from scanner.cel import get_engine
+    from scanner.cel import cpp_available, get_engine
     from scanner.config import discovery
     from scanner.reporters import output
     from scanner.ruleset import export
 
     if params_namespace:
         _check_namespace(params_namespace)
+    if not cpp_available():
+        raise UsageError(
+            "admission export compiles the policies in the Kubernetes CEL environment, "
+            "which needs the cel-expr-python package",
+            hint="pip install cel-expr-python",
+        )
     destination = output.Destination("yaml", output_file)
     if not destination.is_stdout:
         output.check_writable(Path(output_file))
@@ -99,7 +105,9 @@ def export_command(
     )
     ruleset = pipeline.load_ruleset(options)
     result = export.export(ruleset.rules, loaded.config, actions, params_namespace)
-    problems = export.check(result, get_engine(cel_engine, export.VARIABLES))
+    # The policies run in the API server's CEL environment, which only the default
+    # engine has: the portable one would refuse their optional syntax.
+    problems = export.check(result, get_engine("cpp", export.VARIABLES))
     if problems:
         raise RuleLoadError(problems)
     output.write(destination, partial(export.render, result))

@@ -345,3 +345,10 @@ def test_a_rule_variable_may_not_shadow_the_exports_own(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "ACME001: admission variables: gpu is defined twice" in run.stderr
     assert run.stdout == ""
+
+
+def test_the_portable_engine_loads_the_rules_and_the_policies_are_the_same(tmp_path: Path) -> None:
+    default = poolgate("admission", "export", cwd=tmp_path)
+    portable = poolgate("admission", "export", "--cel-engine", "python", cwd=tmp_path)
+    assert portable.returncode == 0, portable.stderr
+    assert portable.stdout == default.stdout
