@@ -186,7 +186,7 @@ class KubeObject:
     origin: Origin
     lines: LineMap
     context_only: bool = False
-    """True for objects added with ``--context``: used for joins, never reported on."""
+    """True for objects added with ``--context-path``: used for joins, never reported on."""
     _ref: ObjectRef | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -296,6 +296,8 @@ class Inventory:
     skipped: int = 0
     """Documents that parsed but are not Kubernetes objects (no apiVersion/kind)."""
     files: int = 0
+    excluded: int = 0
+    """Manifest files left out by the user's exclude patterns (never read)."""
 
     def extend(self, other: Inventory) -> None:
         self.objects.extend(other.objects)
@@ -304,9 +306,10 @@ class Inventory:
         self.warnings.extend(other.warnings)
         self.skipped += other.skipped
         self.files += other.files
+        self.excluded += other.excluded
 
     def reportable(self) -> Iterator[KubeObject]:
-        """Objects findings may be reported on (not ``--context`` ones)."""
+        """Objects findings may be reported on (not ``--context-path`` ones)."""
         return (obj for obj in self.objects if not obj.context_only)
 
 

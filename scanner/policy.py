@@ -91,7 +91,8 @@ def resolve(
     used = _work_tree_policy_paths(policy, baseline_file, commit.root)
     comparison = _compare(commit, start, config_file, used)
     record = replace(policy.record, compared=comparison)
-    return replace(policy, record=record, notifications=_changed(comparison, used_ref=False))
+    notifications = (*policy.notifications, *_changed(comparison, used_ref=False))
+    return replace(policy, record=record, notifications=notifications)
 
 
 def from_work_tree(
@@ -123,7 +124,7 @@ def from_work_tree(
         rule_files=tuple(_digests(rule_files(_existing(directories)), root)),
         baseline=baseline_record,
     )
-    return Policy(loaded, tuple(rule_dirs), (), recorded, record)
+    return Policy(loaded, tuple(rule_dirs), (), recorded, record, unknown_keys(loaded, record.path))
 
 
 def _from_commit(
@@ -169,6 +170,7 @@ def _from_commit(
     comparison = _compare(commit, start, config_file, used)
     record = replace(record, compared=comparison)
     notes[:0] = _changed(comparison, used_ref=True)
+    notes[:0] = unknown_keys(loaded, record.path)
     return Policy(loaded, tuple(file_dirs), texts, recorded, record, tuple(notes))
 
 
@@ -487,6 +489,22 @@ def _changed(comparison: Comparison, *, used_ref: bool) -> tuple[Notification, .
     used = "the commit's" if used_ref else "the work tree's"
     message = f"policy files in the work tree differ from {at}; this scan used {used}: {listed}"
     return (Notification(Level.WARNING, message),)
+
+
+def unknown_keys(loaded: LoadedConfig, uri: str) -> tuple[Notification, ...]:
+    """An error notification for each key of the config the schema does not know: the
+    run went on without it, so it did not use the config that was meant (exit code 3
+    when nothing else failed), and the hint names the key it most likely misspells."""
+    return tuple(
+        Notification(
+            Level.ERROR,
+            f"unknown key {key.path} (the run went on without it)"
+            + (f"; {key.hint()}" if key.suggestion else ""),
+            uri=uri,
+            line=key.line,
+        )
+        for key in loaded.unknown
+    )
 
 
 # --- shared helpers ----------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 One helper for every end-to-end test. This checkout's package runs whatever the
 working directory (``PYTHONPATH``), and variables that change what poolgate prints
-on a CI runner (``GITHUB_ACTIONS``, ``NO_COLOR``) or how (``PYTHONUNBUFFERED``: a
+on a CI runner (``GITHUB_ACTIONS``, ``NO_COLOR``, ``FORCE_COLOR``) or how (``PYTHONUNBUFFERED``: a
 user's standard output to a pipe is buffered, and poolgate must flush it before it
 ends) are removed; a caller drops or sets more (the audit tests keep the machine's
 kubeconfig out).
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DROPPED = ("GITHUB_ACTIONS", "NO_COLOR", "PYTHONUNBUFFERED")
+DROPPED = ("GITHUB_ACTIONS", "NO_COLOR", "FORCE_COLOR", "PYTHONUNBUFFERED")
 
 
 def poolgate(

@@ -18,7 +18,8 @@ secrets in clear often enough to matter:
 Which rules may read them. The bundled rules do not, except those ``READERS`` names:
 no expression of theirs and no model fact reads a pod template's env values or that
 annotation (PG110 reads the env values of the ClusterPolicy's toolkit, which is not a
-pod template). tests/e2e/security/test_snapshot_secrecy.py checks the bundled rules'
+pod template, and of a Deployment only the GPU Operator's image).
+tests/e2e/security/test_snapshot_secrecy.py checks the bundled rules'
 text and compares their findings with and without these values. Any other rule (from
 ``--rules`` or the config's ``ruleDirs``) may read anything of the kinds it reads
 (``scanner.audit.reads``: the kinds it reports on and those its facts come from), since what

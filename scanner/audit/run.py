@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import datetime
 import os
-import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Final
 
 from scanner.audit import redaction
 from scanner.audit.reads import ALL_KINDS, Reads, reads, reported_kinds
-from scanner.errors import printable
+from scanner.console import ProgressPrinter
 from scanner.evaluate.shipping import evaluation_helper
 from scanner.findings.records import Level, Notification
 from scanner.findings.report import Report, Scanned
@@ -82,27 +81,6 @@ def plan(rules: Iterable[Rule]) -> list[Resource]:
 
 
 # -- stage 2: capture ------------------------------------------------------------------
-
-
-class ProgressPrinter:
-    """Per-kind progress on stderr: a live counter on a terminal, one line per kind otherwise.
-
-    The only control sequences are its own (erase the line); the kind names and
-    outcomes, which quote the API server, are escaped (``errors.printable``)."""
-
-    def __init__(self, stream: TextIO, live: bool) -> None:
-        self._stream = stream
-        self._live = live
-
-    def page(self, label: str, count: int) -> None:
-        if self._live:
-            self._stream.write(f"\r\x1b[K  listing {printable(label)} ... {count:,}")
-            self._stream.flush()
-
-    def done(self, label: str, outcome: str) -> None:
-        prefix = "\r\x1b[K" if self._live else ""
-        self._stream.write(f"{prefix}  {printable(label)}: {printable(outcome)}\n")
-        self._stream.flush()
 
 
 def capture_live(
@@ -465,12 +443,6 @@ def _large(snapshot_file: str | None) -> bool:
         return os.path.getsize(snapshot_file) >= HELPER_FROM_BYTES
     except OSError:
         return False  # snapshot.read reports it
-
-
-def stderr_progress(enabled: bool) -> ProgressPrinter | None:
-    """Progress on stderr when it is a terminal or ``--progress`` asks for it."""
-    live = sys.stderr.isatty()
-    return ProgressPrinter(sys.stderr, live) if enabled or live else None
 
 
 # -- the commands' shared steps ------------------------------------------------------

@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def run(argv: Sequence[str] | None = None) -> int:
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
+        console.set_color("auto")  # each command line chooses its own (--color)
         _refuse_files_named_as_options(args)
         result = cli.main(args=args, standalone_mode=False)
     except PoolgateError as error:

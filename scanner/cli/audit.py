@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from scanner.cli.cluster import ClusterOptions, cluster_options, load_ruleset, read_live
+from scanner.cli.options import color_option
 from scanner.cli.reports import ReportOptions, report_options, write_reports
 from scanner.errors import UsageError
 
@@ -58,6 +59,7 @@ With --publish-reports the findings are also applied in the cluster as PolicyRep
 )
 @report_options
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped items.")
+@color_option
 @cluster_options
 def command(
     snapshot_file: str | None,
@@ -88,7 +90,7 @@ def command(
         )
     previous = drift.load_previous(compare) if compare is not None else None
     now = _time(now_text)
-    ruleset, record = load_ruleset(cluster)
+    ruleset, chosen = load_ruleset(cluster)
 
     captures: list[Capture] = []  # the one read, for its PolicyReports (_policy_reports)
 
@@ -104,12 +106,18 @@ def command(
     report, coverage = auditing.read_and_evaluate(
         ruleset, read, snapshot_file=snapshot_file, now=now, deadline=run_deadline
     )
-    report = replace(report, policy=record)
+    report = replace(
+        report,
+        policy=chosen.record,
+        notifications=[*chosen.notifications, *report.notifications],
+    )
     if snapshot_file is not None and report.scanned is not None:
         named = pipeline.shown_path(snapshot_file, Path.cwd())
         report = replace(report, scanned=replace(report.scanned, snapshot=named))
+    report = pipeline.hide_below(report, reports.shown_from)
     changes = None
     if previous is not None and compare is not None:
+        previous = drift.at_least(previous, reports.shown_from)
         ran = {rule.id for rule in ruleset.rules} - coverage.blocked - report.stats.unfinished
         changes = drift.compare(report, previous, compare, drift.checker(ran, coverage.unseen))
     writers: dict[str, Writer] = {}

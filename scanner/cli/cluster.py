@@ -14,8 +14,8 @@ from scanner import console
 from scanner.cli.options import RULE_OPTIONS, option_group, split_ids
 
 if TYPE_CHECKING:
-    from scanner.config.provenance import PolicyRecord
     from scanner.pipeline import Ruleset
+    from scanner.policy import Policy
     from scanner.sources.snapshot import Capture
 
 MAX_REQUEST_TIMEOUT: Final = 3600.0
@@ -106,8 +106,9 @@ cluster_options = option_group(
 )
 
 
-def load_ruleset(options: ClusterOptions) -> tuple[Ruleset, PolicyRecord]:
-    """(the ruleset of an audit or snapshot, the record of its policy)."""
+def load_ruleset(options: ClusterOptions) -> tuple[Ruleset, Policy]:
+    """(the ruleset of an audit or snapshot, its policy: the record, and notifications
+    such as a config key unknown)."""
     from scanner import pipeline, policy
 
     chosen = policy.from_work_tree([], options.config_file, None, options.rule_dirs)
@@ -123,13 +124,14 @@ def load_ruleset(options: ClusterOptions) -> tuple[Ruleset, PolicyRecord]:
             mode="audit",
         )
     )
-    return ruleset, chosen.record
+    return ruleset, chosen
 
 
 def read_live(ruleset: Ruleset, options: ClusterOptions, deadline: float) -> Capture:
     """The objects ``ruleset``'s rules read, listed from the cluster within ``deadline``
     seconds."""
     from scanner.audit import run as auditing
+    from scanner.console import stderr_progress
     from scanner.sources.cluster import Settings, Target
 
     return auditing.read_cluster(
@@ -141,5 +143,5 @@ def read_live(ruleset: Ruleset, options: ClusterOptions, deadline: float) -> Cap
         ),
         ruleset.rules,
         ruleset.config.operator_namespaces,
-        auditing.stderr_progress(options.progress),
+        stderr_progress(options.progress),
     )

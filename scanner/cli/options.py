@@ -1,5 +1,5 @@
 """What the commands' options have in common: the rule options every command that
-loads rules takes, and ``option_group``, which writes a set of options once and
+loads rules takes, ``--color``, and ``option_group``, which writes a set of options once and
 hands a command their values as one value.
 """
 
@@ -35,6 +35,27 @@ RULE_OPTIONS: list[Decorator] = [
 ]
 
 
+def _set_color(_context: click.Context, _parameter: click.Parameter, value: str) -> str:
+    from scanner import console
+
+    console.set_color(value)
+    return value
+
+
+color_option: Decorator = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    is_eager=True,  # before the other options' errors are printed
+    expose_value=False,
+    callback=_set_color,
+    help="Colour what is printed for people: auto is on a terminal, unless NO_COLOR is set "
+    "(FORCE_COLOR: also off a terminal).",
+)
+"""``--color``, on every command that prints for people; ``scanner.console`` keeps it."""
+
+
 def rule_options(func: Any) -> Any:
     """``--rules`` and ``--cel-engine``, as the parameters ``rule_dirs`` and ``cel_engine``."""
     for option in reversed(RULE_OPTIONS):
@@ -63,5 +84,6 @@ def option_group(name: str, build: type[Any], options: Sequence[Decorator]) -> D
 
 
 def split_ids(values: Sequence[str]) -> list[str]:
-    """``--disable PG101,PG102 --disable PG103`` -> ids, upper-cased."""
-    return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    """``--disable PG101,image-digest-pin --disable PG103`` -> rule ids or names, as
+    given (``scanner.ruleset.names`` resolves them)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]

@@ -1,6 +1,6 @@
 """The report options ``scan`` and ``audit`` share, and the one loop that writes
 their reports: each ``--format`` with its ``--output``, each shown as its reader
-asked (``scanner.reporters.Display``), in colour only on a terminal.
+asked (``scanner.reporters.Display``), in colour as ``--color`` says.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from scanner import console
 from scanner.cli.options import option_group
+from scanner.errors import UsageError
+from scanner.findings.records import Level
 from scanner.reporters import FORMATS, Display, Writer
 
 if TYPE_CHECKING:
@@ -25,12 +28,28 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ReportOptions:
-    """``--format``, ``--output``, ``--fail-on`` and ``--show-suppressed``."""
+    """``--format``, ``--output``, ``--fail-on``, ``--min-level`` and ``--show-suppressed``."""
 
     formats: tuple[str, ...]
     outputs: tuple[str, ...]
     fail_on: str
+    min_level: str
     show_suppressed: bool
+
+    def __post_init__(self) -> None:
+        """A run never fails on findings it does not show: ``--min-level`` above
+        ``--fail-on`` is a usage error, before any work."""
+        if self.fail_on != "never" and self.shown_from > Level.parse(self.fail_on):
+            raise UsageError(
+                f"--min-level {self.min_level} would hide {self.fail_on} findings "
+                f"that --fail-on {self.fail_on} fails the run on",
+                hint=f"lower --min-level to {self.fail_on} or raise --fail-on to {self.min_level}",
+            )
+
+    @property
+    def shown_from(self) -> Level:
+        """The lowest level reports show (``--min-level``)."""
+        return Level.parse(self.min_level)
 
     def destinations(self) -> list[Destination]:
         """Each format paired with its output, checked before any work (``output.pair``)."""
@@ -39,7 +58,7 @@ class ReportOptions:
         return output.pair(self.formats, self.outputs, _default_format())
 
     def display(self, verbose: bool) -> Display:
-        return Display(show_suppressed=self.show_suppressed, verbose=verbose)
+        return Display(show_suppressed=self.show_suppressed, verbose=verbose, fail_on=self.fail_on)
 
 
 report_options = option_group(
@@ -63,6 +82,14 @@ report_options = option_group(
             default="error",
             show_default=True,
             help="Lowest level that makes the exit code 1.",
+        ),
+        click.option(
+            "--min-level",
+            type=click.Choice(["error", "warning", "note"]),
+            default="note",
+            show_default=True,
+            help="Lowest level reports show (and --write-baseline records); the rest are "
+            "counted as hidden. May not be above --fail-on.",
         ),
         click.option(
             "--show-suppressed",
@@ -98,14 +125,9 @@ def write_reports(
 
 
 def _color(destination: Destination) -> bool:
-    """Colour for a text report on a terminal, unless ``NO_COLOR`` is set."""
-    return (
-        destination.is_stdout
-        and destination.format == "text"
-        and sys.stdout is not None
-        and sys.stdout.isatty()
-        and "NO_COLOR" not in os.environ
-    )
+    """Colour for a text report on standard output as ``--color`` says (on a terminal
+    by default); a report written to a file never has any."""
+    return destination.is_stdout and destination.format == "text" and console.color_on(sys.stdout)
 
 
 def _default_format() -> str:

@@ -13,19 +13,25 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from scanner import __version__, console
-from scanner.cli.options import rule_options, split_ids
+from scanner.cli.options import color_option, rule_options, split_ids
 from scanner.cli.reports import ReportOptions, report_options, write_reports
 from scanner.errors import UsageError
 
 if TYPE_CHECKING:
     from scanner.findings import baseline, drift
     from scanner.findings.report import Report
+    from scanner.pipeline import Ruleset
+    from scanner.policy import Policy
 
 HELP = """Scan manifest files and directories (``-`` reads standard input).
 
 Directories holding a Helm chart (Chart.yaml) or a Kustomization
 (kustomization.yaml) are rendered with helm / kustomize when installed.
 """
+
+PROGRESS_DELAY: Final = 1.0
+"""Seconds a scan runs before progress shows on a terminal without ``--progress``:
+a quick scan (pre-commit, one file) prints nothing but its report."""
 
 LARGEST_FILE_SIZE_LIMIT = 1024**3
 """The most ``--max-file-size`` allows: each read asks for the limit's worth of memory
@@ -56,6 +62,19 @@ def file_size(text: str) -> int:
     return int(digits) * scale
 
 
+def exclude_patterns(values: Sequence[str]) -> tuple[str, ...]:
+    """``--exclude`` patterns, each checked before any work (``scanner.config.excludes``)."""
+    if not values:
+        return ()
+    from scanner.config import excludes
+
+    for value in values:
+        problem = excludes.check(value)
+        if problem:
+            raise click.BadParameter(f"{value!r}: {problem}", param_hint="'--exclude'")
+    return tuple(values)
+
+
 @click.command("scan", help=HELP)
 @click.argument("paths", nargs=-1, required=True)
 @report_options
@@ -65,7 +84,21 @@ def file_size(text: str) -> int:
     help="Enable rule ids (repeatable, comma-separated); wins over the config.",
 )
 @click.option("--disable", multiple=True, help="Disable rule ids (repeatable, comma-separated).")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    callback=lambda _ctx, _param, values: exclude_patterns(values),
+    help="Leave out paths matching this gitignore-style glob, relative to the repository root "
+    "(repeatable; ** spans directories); added to the config's spec.exclude.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Also report skipped documents.")
+@click.option(
+    "--progress",
+    is_flag=True,
+    help="Progress of each stage on stderr (on a terminal: by itself after a second).",
+)
+@color_option
 @click.option(
     "--max-file-size",
     default="10MiB",
@@ -80,9 +113,17 @@ def file_size(text: str) -> int:
     help="Configuration file (default: .poolgate.yaml found upward from the first path).",
 )
 @click.option(
-    "--context",
+    "--context-path",
+    "context_paths",
     multiple=True,
     help="File or directory of objects used for joins but not reported on (repeatable).",
+)
+@click.option(
+    "--context",
+    "old_context",
+    multiple=True,
+    hidden=True,
+    help="Deprecated: --context-path (audit's --context is a kubeconfig context, as in kubectl).",
 )
 @click.option(
     "--baseline",
@@ -134,10 +175,13 @@ def command(
     reports: ReportOptions,
     enable: tuple[str, ...],
     disable: tuple[str, ...],
+    exclude: tuple[str, ...],
     verbose: bool,
+    progress: bool,
     max_file_size: int,
     config_file: Path | None,
-    context: tuple[str, ...],
+    context_paths: tuple[str, ...],
+    old_context: tuple[str, ...],
     baseline_file: Path | None,
     write_baseline: Path | None,
     policy_ref: str | None,
@@ -156,6 +200,9 @@ def command(
     from scanner.reporters import output
     from scanner.sources.rendered import RenderOptions
 
+    if old_context:
+        console.warn("scan --context is deprecated: use --context-path (the same paths)")
+    context = (*context_paths, *old_context)
     destinations = reports.destinations()
     output.check_apart(destinations, "--baseline", baseline_file)
     output.check_apart(destinations, "--write-baseline", write_baseline)
@@ -171,6 +218,42 @@ def command(
     if write_baseline is not None:
         output.check_writable(write_baseline, "--write-baseline")
     render = RenderOptions(helm_values, _assignments(helm_set), helm_namespace)
+    ruleset = _ruleset(chosen, enable, disable, cel_engine)
+    report = _scan(
+        paths,
+        ruleset,
+        progress,
+        context=context,
+        render=render,
+        max_file_size=max_file_size,
+        exclude=exclude,
+    )
+    report = replace(
+        report,
+        policy=chosen.record,
+        notifications=[*chosen.notifications, *report.notifications],
+    )
+    report = pipeline.hide_below(report, reports.shown_from)  # before the baseline records
+    known = chosen.recorded
+    if write_baseline is not None:
+        known = _write_baseline(report, write_baseline)
+    if known is not None:
+        report = pipeline.apply_baseline(report, known)
+    changes = None
+    if previous is not None and compare is not None:
+        previous = drift.at_least(previous, reports.shown_from)  # out of view on both sides
+        changes = _changes(report, previous, compare, {rule.id for rule in ruleset.rules})
+    write_reports(report, destinations, reports.display(verbose), changes)
+    return pipeline.exit_code(report, reports.fail_on)
+
+
+def _ruleset(
+    chosen: Policy, enable: tuple[str, ...], disable: tuple[str, ...], cel_engine: str
+) -> Ruleset:
+    """The rules of the run, from the policy ``chosen`` (its config, rule files) and
+    ``--enable/--disable``; the policy's warnings are printed first."""
+    from scanner import pipeline
+
     for warning in chosen.loaded.warnings:
         console.warn(warning)
     options = pipeline.ScanOptions(
@@ -181,25 +264,21 @@ def command(
         config=chosen.loaded.config,
         rule_texts=chosen.rule_texts,
     )
-    ruleset = pipeline.load_ruleset(options)
-    report = pipeline.scan_paths(
-        paths, ruleset, context=context, render=render, max_file_size=max_file_size
-    )
-    report = replace(
-        report,
-        policy=chosen.record,
-        notifications=[*chosen.notifications, *report.notifications],
-    )
-    known = chosen.recorded
-    if write_baseline is not None:
-        known = _write_baseline(report, write_baseline)
-    if known is not None:
-        report = pipeline.apply_baseline(report, known)
-    changes = None
-    if previous is not None and compare is not None:
-        changes = _changes(report, previous, compare, {rule.id for rule in ruleset.rules})
-    write_reports(report, destinations, reports.display(verbose), changes)
-    return pipeline.exit_code(report, reports.fail_on)
+    return pipeline.load_ruleset(options)
+
+
+def _scan(paths: Sequence[str], ruleset: Ruleset, progress: bool, **options: Any) -> Report:
+    """``pipeline.scan_paths`` with progress on stderr (``--progress``, or by itself on a
+    terminal after ``PROGRESS_DELAY``), ended before the report is written."""
+    from scanner import pipeline
+    from scanner.console import stderr_progress
+
+    shown = stderr_progress(progress, delay=PROGRESS_DELAY)
+    try:
+        return pipeline.scan_paths(paths, ruleset, progress=shown, **options)
+    finally:
+        if shown is not None:
+            shown.close()  # the live line is erased, and none comes later
 
 
 def _changes(

@@ -11,6 +11,8 @@ import click
 from scanner import console
 from scanner.cli.cluster import ClusterOptions, cluster_options, load_ruleset, read_live
 from scanner.cli.exits import EXIT_INCOMPLETE, EXIT_OK
+from scanner.cli.options import color_option
+from scanner.errors import printable
 
 HELP = """Write the objects the enabled rules need (never Secrets) to one JSON List.
 
@@ -25,6 +27,7 @@ reads them; the file is readable by its owner only.
 @click.option(
     "--output", "-o", "output_file", required=True, help="File to write the snapshot to (JSON)."
 )
+@color_option
 @cluster_options
 def command(output_file: str, cluster: ClusterOptions) -> int:
     from functools import partial
@@ -37,7 +40,9 @@ def command(output_file: str, cluster: ClusterOptions) -> int:
     destination = output.Destination("json", output_file)
     if not destination.is_stdout:
         output.check_writable(Path(output_file))
-    ruleset, _ = load_ruleset(cluster)
+    ruleset, chosen = load_ruleset(cluster)
+    for notification in chosen.notifications:  # a config key unknown: not what was meant
+        console.error(printable(f"{notification.uri}:{notification.line}: {notification.message}"))
     capture = read_live(ruleset, cluster, cluster.deadline)
     capture.omitted = redaction.plan(ruleset.rules, auditing.plan(ruleset.rules))
     redaction.apply(capture.objects, capture.omitted)
@@ -50,4 +55,4 @@ def command(output_file: str, cluster: ClusterOptions) -> int:
     if not destination.is_stdout:
         count = len(capture.objects)
         console.note(f"wrote {count:,} objects from context {capture.context} to {output_file}")
-    return EXIT_INCOMPLETE if capture.unavailable else EXIT_OK
+    return EXIT_INCOMPLETE if capture.unavailable or chosen.notifications else EXIT_OK

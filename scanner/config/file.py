@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from scanner.config import validation
-from scanner.config.validation import describe, line_of
+from scanner.config.validation import UnknownKey, describe, line_of
 from scanner.config.values import AdminSubject, Config, Exemption, Require, RuleOverride
 from scanner.errors import ConfigError, printable
 from scanner.findings.records import Level
 from scanner.inventory import LineMap, join_path
 from scanner.sources.yaml import surrogates
-from scanner.sources.yaml.document import parse_plain
+from scanner.sources.yaml.document import CONFIG_KIND, parse_plain
 
 CONFIG_FILE_NAME: Final = ".poolgate.yaml"
 API_VERSION: Final = "poolgate.io/v1alpha1"
-KIND: Final = "GpuPoolGate"
+KIND: Final = CONFIG_KIND
 MAX_CONFIG_SIZE: Final = 1024 * 1024
 
 
@@ -41,11 +41,14 @@ class LoadedConfig:
 
     config: Config
     warnings: tuple[str, ...] = ()
-    """One line each: ``FILE:LINE: unknown key spec.x (ignored)``."""
+    """One line each, about which file applies (``scanner.config.discovery``)."""
     path: Path | None = None
     """The file read; ``None`` when no file was found (built-in defaults)."""
     sha256: str = ""
     """SHA-256 of the file's bytes (hex); empty for the built-in defaults."""
+    unknown: tuple[UnknownKey, ...] = ()
+    """Keys the schema does not know, left out of ``config``: a scan that meets one is
+    incomplete (``scanner.policy``), ``config validate`` fails."""
 
 
 RuleDirCheck = Callable[[str], tuple[str, str]]
@@ -54,6 +57,14 @@ RuleDirCheck = Callable[[str], tuple[str, str]]
 
 def load(path: Path) -> LoadedConfig:
     """Read, validate and convert one config file; ``ConfigError`` lists every problem."""
+    loaded, problems = examine_file(path)
+    if problems:
+        raise_problems(problems)
+    return loaded
+
+
+def examine_file(path: Path) -> tuple[LoadedConfig, list[str]]:
+    """``examine`` of the file at ``path``; ``ConfigError`` when it cannot be read."""
     shown = display_path(path)
     try:
         if path.stat().st_size > MAX_CONFIG_SIZE:
@@ -61,14 +72,27 @@ def load(path: Path) -> LoadedConfig:
         data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"{shown}: cannot read: {error.strerror or error}") from None
-    return parse(data, path, shown, _work_tree_dirs(path, shown))
+    return examine(data, path, shown, _work_tree_dirs(path, shown))
 
 
 def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> LoadedConfig:
-    """Validate and convert a config file's bytes. ``path`` becomes ``Config.source``
-    (where the file sits in the work tree: findings and notifications name it by
-    its repository path), ``shown`` names it in messages, and ``rule_dir`` checks
-    and resolves each ``spec.ruleDirs`` entry. ``ConfigError`` lists every problem."""
+    """Validate and convert a config file's bytes (``examine``); ``ConfigError`` lists
+    every problem."""
+    loaded, problems = examine(data, path, shown, rule_dir)
+    if problems:
+        raise_problems(problems)
+    return loaded
+
+
+def examine(
+    data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck
+) -> tuple[LoadedConfig, list[str]]:
+    """(the config as far as it converts, every problem of the file in one pass: the
+    schema's, and the conversion's in the sections the schema passed). ``path``
+    becomes ``Config.source`` (where the file sits in the work tree: findings and
+    notifications name it by its repository path), ``shown`` names it in messages,
+    and ``rule_dir`` checks and resolves each ``spec.ruleDirs`` entry. A file that is
+    not one YAML mapping raises ``ConfigError``: there is nothing more to check."""
     if len(data) > MAX_CONFIG_SIZE:
         raise ConfigError(f"{shown}: larger than {MAX_CONFIG_SIZE // 1024} KiB")
     try:
@@ -77,7 +101,7 @@ def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> Loaded
         raise ConfigError(f"{shown}: cannot read: {error}") from None
     documents, parse_problems = parse_plain(text)
     if parse_problems:
-        _raise([f"{shown}:{line}:{column}: {message}" for message, line, column in parse_problems])
+        raise_problems([f"{shown}:{line}:{col}: {text}" for text, line, col in parse_problems])
     if len(documents) != 1:
         what = "is empty" if not documents else "holds more than one YAML document"
         raise ConfigError(f"{shown}:1: {what}; expected one {KIND} object")
@@ -89,27 +113,57 @@ def parse(data: bytes, path: Path, shown: str, rule_dir: RuleDirCheck) -> Loaded
         # name in Python (scanner/evaluate/optimize/guards.py) would disagree with CEL about it.
         body = surrogates.replaced(body)
     lines = LineMap(positions)
-    problems, warnings = validation.check(body, lines, shown)
-    if problems:
-        _raise(problems)
-    config = _convert(body, lines, path, shown, problems, rule_dir)
-    if problems:
-        _raise(problems)
-    return LoadedConfig(config, tuple(warnings), path, hashlib.sha256(data).hexdigest())
+    checked = validation.check(body, lines, shown)
+    problems = list(checked.problems)
+    config = _convert(_usable(body, checked.broken), lines, path, shown, problems, rule_dir)
+    digest = hashlib.sha256(data).hexdigest()
+    return LoadedConfig(config, (), path, digest, tuple(checked.unknown)), problems
 
 
-def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any]]) -> None:
+def _usable(body: Mapping[str, Any], broken: frozenset[str]) -> dict[str, Any]:
+    """``body`` without the sections the schema found a problem in (``spec.require``,
+    or all of ``spec``), whose values the conversion could not trust."""
+    if "spec" in broken or not isinstance(body.get("spec"), Mapping):
+        return {key: value for key, value in body.items() if key != "spec"}
+    spec = {key: value for key, value in body["spec"].items() if f"spec.{key}" not in broken}
+    return {**body, "spec": spec}
+
+
+def check_rule_overrides(
+    config: Config,
+    defaults: Mapping[str, Mapping[str, Any]],
+    suggestion: Callable[[str], str] = lambda _: "",
+) -> None:
     """Rule ids in ``spec.rules`` and ``spec.exemptions`` must name loaded rules
-    (``defaults``: rule id -> the params its file declares), and ``params`` may set
+    (``defaults``: rule id -> the params its file declares; names were turned into ids
+    already, and ``suggestion`` says `` (did you mean X?)`` for one that is not), and
+    ``params`` may set
     only parameters the rule declares, each of its default's type: a misspelt or
     mistyped parameter would otherwise leave the default in force unseen, or turn
     every evaluation of the rule into an error."""
+    problems = rule_override_problems(config, defaults, suggestion)
+    if any("unknown rule id" in problem for problem in problems):
+        raise_problems(problems, hint=UNKNOWN_RULE_HINT)
+    if problems:
+        raise_problems(problems, hint=PARAMETER_HINT)
+
+
+UNKNOWN_RULE_HINT: Final = "see `poolgate rules list`; user rules need --rules or spec.ruleDirs"
+PARAMETER_HINT: Final = "`poolgate rules show ID` lists a rule's parameters"
+
+
+def rule_override_problems(
+    config: Config,
+    defaults: Mapping[str, Mapping[str, Any]],
+    suggestion: Callable[[str], str] = lambda _: "",
+) -> list[str]:
+    """The problems ``check_rule_overrides`` raises, one line each."""
     shown = display_path(Path(config.source)) if config.source else CONFIG_FILE_NAME
     problems: list[str] = []
     for rule_id, override in config.rules.items():
         where = f"{shown}:{override.line}: {join_path('spec.rules', rule_id)}"
         if rule_id not in defaults:
-            problems.append(f"{where}: unknown rule id {rule_id}")
+            problems.append(f"{where}: unknown rule id {rule_id}{suggestion(rule_id)}")
             continue
         declared = defaults[rule_id]
         for name, value in override.params.items():
@@ -123,14 +177,12 @@ def check_rule_overrides(config: Config, defaults: Mapping[str, Mapping[str, Any
                     f"{_type_name(declared[name])} ({json.dumps(declared[name])})"
                 )
     problems += [
-        f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id {exemption.rule}"
+        f"{shown}:{exemption.line}: spec.exemptions[{index}].rule: unknown rule id "
+        f"{exemption.rule}{suggestion(exemption.rule)}"
         for index, exemption in enumerate(config.exemptions)
         if exemption.rule not in defaults
     ]
-    if any("unknown rule id" in problem for problem in problems):
-        _raise(problems, hint="see `poolgate rules list`; user rules need --rules or spec.ruleDirs")
-    if problems:
-        _raise(problems, hint="`poolgate rules show ID` lists a rule's parameters")
+    return problems
 
 
 def _type_name(value: object) -> str:
@@ -157,7 +209,7 @@ def _same_type(default: object, value: object) -> bool:
     return given == wanted or (wanted == "double" and given == "int")
 
 
-def _raise(problems: list[str], hint: str = "") -> None:
+def raise_problems(problems: list[str], hint: str = "") -> None:
     """One error line per problem (keys and values from the file escaped: ``printable``)."""
     if len(problems) == 1:
         raise ConfigError(printable(problems[0]), hint=hint)
@@ -180,6 +232,7 @@ def _convert(
         ("operatorNamespaces", "operator_namespaces"),
         ("systemNamespaces", "system_namespaces"),
         ("poolLabels", "pool_labels"),
+        ("skuLabels", "sku_labels"),
         ("workloadIdentityKeys", "workload_identity_keys"),
         ("workloadIdentityAccounts", "workload_identity_accounts"),
     ):
@@ -209,7 +262,21 @@ def _convert(
         _rule_dirs(spec.get("ruleDirs", ()), lines, shown, problems, rule_dir)
     )
     values["exemptions"] = tuple(_exemptions(spec.get("exemptions", ()), lines, shown, problems))
+    values["exclude"] = tuple(spec.get("exclude", ()))
+    _check_excludes(values["exclude"], lines, shown, problems)
     return Config(**values)
+
+
+def _check_excludes(
+    patterns: Iterable[str], lines: LineMap, shown: str, problems: list[str]
+) -> None:
+    from scanner.config import excludes  # only a config with exclude patterns needs it
+
+    for index, pattern in enumerate(patterns):
+        problem = excludes.check(pattern)
+        if problem:
+            line = line_of(lines, f"spec.exclude[{index}]")
+            problems.append(f"{shown}:{line}: spec.exclude[{index}]: {pattern!r}: {problem}")
 
 
 def _require(section: Mapping[str, Any]) -> Require:

@@ -1,8 +1,8 @@
 """The commented ``.poolgate.yaml`` that ``poolgate config init`` writes, and where.
 
 It holds exactly the built-in defaults: values come from ``Config()`` and comments
-from the schema's descriptions, so neither can drift from what poolgate does
-without a file.
+from the schema's descriptions and ``x-rules`` (the rules a key changes), so neither
+can drift from what poolgate does without a file.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def default_text() -> str:
         "systemNamespaces": list(config.system_namespaces),
         "trustDomainLabel": config.trust_domain_label,
         "skuLabel": config.sku_label,
+        "skuLabels": list(config.sku_labels),
         "poolLabels": list(config.pool_labels),
         "extendedResourceToleration": config.extended_resource_toleration,
         "workloadIdentityKeys": list(config.workload_identity_keys),
@@ -68,7 +69,8 @@ def default_text() -> str:
     }
     out = [
         "# poolgate configuration. Every key is optional: one left out keeps the default",
-        "# written here. Schema: scanner/schemas/config.schema.json in the poolgate package.",
+        "# written here; the rules each key changes are named after it. For editors:",
+        "# `poolgate config schema` prints the JSON schema this file is checked with.",
         f"apiVersion: {API_VERSION}",
         f"kind: {KIND}",
         "metadata:",
@@ -77,10 +79,10 @@ def default_text() -> str:
         "  require:",
     ]
     for key, value in require_values.items():
-        out.extend(_comment(require_schema[key]["description"], "    "))
+        out.extend(_comment(_described(require_schema[key]), "    "))
         out.append(f"    {key}: {_flow(value)}")
     for key, value in spec_values.items():
-        out.extend(_comment(spec_schema[key]["description"], "  "))
+        out.extend(_comment(_described(spec_schema[key]), "  "))
         flow = _flow(value)
         if len(flow) <= 60:
             out.append(f"  {key}: {flow}")
@@ -106,6 +108,13 @@ def default_text() -> str:
         "  exemptions: []",
     ]
     return "\n".join(out) + "\n"
+
+
+def _described(entry: dict[str, Any]) -> str:
+    """A key's description, and the rules it changes (the schema's ``x-rules``)."""
+    rules = entry.get("x-rules", [])
+    description: str = entry["description"]
+    return description + (f" Rules: {', '.join(rules)}." if rules else "")
 
 
 def _comment(text: str, indent: str) -> list[str]:

@@ -3,10 +3,12 @@
 The file is a ``GpuPoolGate`` object checked with ``schemas/config.schema.json``
 (the same file editors can use). Like pre-commit's ``cfgv`` and yamllint:
 
-* a key the schema does not know is a warning (``FILE:LINE: unknown key spec.x``),
-  so an older poolgate still runs with a newer file; except inside an exemption,
-  where it is an error: a misspelt ``match`` or ``kind`` would be ignored and the
-  exemption would suppress more than it says;
+* a key the schema does not know (``UnknownKey``, with the known key it most likely
+  misspells) makes ``config validate`` fail, and a scan or audit run without it
+  but incomplete (an error notification, exit code 3): the run did not use the
+  config that was meant. Inside an exemption it is an error like any other: a
+  misspelt ``match`` or ``kind`` would be ignored and the exemption would suppress
+  more than it says;
 * a value of the wrong type or shape is an error naming the key path and line
   (``FILE:LINE: spec.require.podSecurity: expected one of ...``), every problem
   of the file at once, before any scanning.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, Final
@@ -33,11 +36,15 @@ _JSON_TYPES: Final = {
 }
 
 
+def schema_text() -> str:
+    """The published JSON schema of ``.poolgate.yaml``, as the package holds it."""
+    return (resources.files("scanner") / "schemas" / "config.schema.json").read_text()
+
+
 @cache
 def schema() -> dict[str, Any]:
     """The published JSON schema of ``.poolgate.yaml``."""
-    text = (resources.files("scanner") / "schemas" / "config.schema.json").read_text()
-    loaded: dict[str, Any] = json.loads(text)
+    loaded: dict[str, Any] = json.loads(schema_text())
     return loaded
 
 
@@ -48,25 +55,93 @@ def _validator() -> Any:
     return Draft202012Validator(schema())
 
 
-def check(body: Mapping[str, Any], lines: LineMap, shown: str) -> tuple[list[str], list[str]]:
-    """(problems, warnings): unknown keys warn (but inside an exemption), everything
-    else is a problem."""
+@dataclass(frozen=True, slots=True)
+class UnknownKey:
+    """A key the schema does not know, most often a misspelt one (``skuLable``)."""
+
+    line: int
+    path: str
+    """Where it is: ``spec.skuLable``."""
+    suggestion: str = ""
+    """The known key it is closest to (``skuLabel``), if any is close."""
+
+    def hint(self) -> str:
+        return f"did you mean {self.suggestion}?" if self.suggestion else ""
+
+    def describe(self) -> str:
+        """``unknown key spec.skuLable; did you mean skuLabel?``"""
+        hint = self.hint()
+        return f"unknown key {self.path}" + (f"; {hint}" if hint else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What the schema says of a file: every problem at once, sorted by line."""
+
+    problems: list[str]
+    unknown: list[UnknownKey]
+    """Unknown keys; inside an exemption they are problems instead. The caller decides
+    (``config validate`` refuses the file, a scan runs without the key, incomplete)."""
+    broken: frozenset[str]
+    """The sections with a problem (``spec.require``, ``apiVersion``: ``section_of``),
+    which the conversion leaves out so that it can still report the others' problems."""
+
+
+def check(body: Mapping[str, Any], lines: LineMap, shown: str) -> Checked:
+    """``body`` against the schema."""
     problems: set[tuple[int, str]] = set()  # jsonschema repeats some, e.g. per missing key
-    warnings: set[tuple[int, str]] = set()
+    unknown: set[UnknownKey] = set()
+    broken: set[str] = set()
     for error in _validator().iter_errors(body):
         path = _field_path(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            known = list(error.schema.get("properties", {}))
             for key in _extra_keys(error.instance, error.schema):
                 key_path = join_path(path, str(key))
                 line = line_of(lines, key_path)
                 if key_path.startswith(_EXEMPTIONS):
                     problems.add((line, f"{shown}:{line}: {key_path}: {_WIDENS}"))
+                    broken.add(section_of(key_path))
                 else:
-                    warnings.add((line, f"{shown}:{line}: unknown key {key_path} (ignored)"))
+                    unknown.add(UnknownKey(line, key_path, closest(str(key), known)))
             continue
         line = line_of(lines, path)
         problems.add((line, f"{shown}:{line}: {path or '(top level)'}: {_message(error)}"))
-    return [text for _, text in sorted(problems)], [text for _, text in sorted(warnings)]
+        broken.add(section_of(path))
+    return Checked(
+        [text for _, text in sorted(problems)],
+        sorted(unknown, key=lambda key: (key.line, key.path)),
+        frozenset(broken),
+    )
+
+
+MAX_SUGGESTED: Final = 64
+"""Longer keys get no suggestion: no key is that long, and comparing costs per character."""
+
+
+def closest(word: str, known: Iterable[str]) -> str:
+    """The known key ``word`` most likely misspells: the same but for case, else the
+    closest by ``difflib`` (at least 0.7 alike), else ``""``."""
+    import difflib  # only for a file with an unknown key
+
+    if len(word) > MAX_SUGGESTED:
+        return ""
+    candidates = list(known)
+    for candidate in candidates:
+        if candidate.lower() == word.lower():
+            return candidate
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.7)
+    return lowered[found[0]] if found else ""
+
+
+def section_of(problem_path: str) -> str:
+    """The top-level key under ``spec`` a path is in (``spec.require.x`` -> ``require``),
+    else the path's first key: where a problem leaves the conversion nothing to trust."""
+    parts = problem_path.split(".")
+    if parts[0] == "spec" and len(parts) > 1:
+        return "spec." + parts[1].split("[")[0]
+    return parts[0].split("[")[0]
 
 
 _EXEMPTIONS: Final = "spec.exemptions["

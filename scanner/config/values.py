@@ -23,6 +23,19 @@ DEFAULT_POOL_LABELS: tuple[str, ...] = (
     "agentpool",
 )
 
+DEFAULT_SKU_LABELS: tuple[str, ...] = (
+    "cloud.google.com/gke-accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "nvidia.com/gpu.product",
+    "k8s.amazonaws.com/accelerator",
+    "node.kubernetes.io/instance-type",
+)
+"""Node labels whose value names the GPU model, set by the providers: GKE's
+accelerator type, Karpenter's GPU name, GPU Feature Discovery's product, the EKS
+accelerator label, and the instance type (one GPU model per type on every cloud).
+KServe's ``serving.kserve.io/gke-accelerator`` annotation becomes a nodeSelector on
+``cloud.google.com/gke-accelerator`` (``scanner.kinds``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Require:
@@ -90,6 +103,10 @@ class Config:
     system_namespaces: tuple[str, ...] = ("kube-system",)
     trust_domain_label: str = "poolgate.io/trust-domain"
     sku_label: str = "sku"
+    """The organisation's own SKU label (PG102 asks GPU nodes for it)."""
+    sku_labels: tuple[str, ...] = DEFAULT_SKU_LABELS
+    """Other node labels that name the GPU model: a selection on any of them (or on
+    ``sku_label``) selects a SKU (PG104)."""
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
     extended_resource_toleration: bool = False
     """The cluster runs the ExtendedResourceToleration admission plugin
@@ -105,6 +122,9 @@ class Config:
     rule_dirs: tuple[str, ...] = ()
     """Absolute paths (the file gives them relative to itself)."""
     exemptions: tuple[Exemption, ...] = ()
+    exclude: tuple[str, ...] = ()
+    """Gitignore-style patterns of paths a scan leaves out, relative to the repository
+    root (``scanner.config.excludes``); each checked when the file loaded."""
     source: str = ""
     """The file this config came from; empty for built-in defaults."""
 
@@ -129,6 +149,7 @@ class Config:
             "systemNamespaces": list(self.system_namespaces),
             "trustDomainLabel": self.trust_domain_label,
             "skuLabel": self.sku_label,
+            "skuLabels": list(dict.fromkeys((self.sku_label, *self.sku_labels))),
             "poolLabels": list(self.pool_labels),
             "extendedResourceToleration": self.extended_resource_toleration,
             "workloadIdentityKeys": list(self.workload_identity_keys),

@@ -21,7 +21,7 @@ the rule's ``params``. A CEL error is a finding with outcome ``error`` for that 
 and subject, and the run goes on. A rule with comprehensions does not run on a
 subject holding a value over the rule cost limits (``scanner.cel.budget``): an error
 finding too, once a condition without comprehensions has said the rule applies.
-Objects given only as context (``--context``) are never subjects.
+Objects given only as context (``--context-path``) are never subjects.
 
 A run takes the fast path (``scanner.evaluate.fast``), which gives the same findings
 in the same order (tests/equivalence/ compare the two).

@@ -13,17 +13,24 @@ rather than accepted debt: rule errors (outcome ``error``) and findings that say
 an input could not be read (``incomplete_rules``, PG001). Suppressed findings are
 not baselined either; they already carry their own justification.
 
-The file is JSON with entries sorted for small diffs; ``ruleId``, ``uri`` and
-``message`` are only there for people reviewing the file::
+The file is JSON with entries sorted for small diffs; ``ruleId`` and ``message``
+are only there for people reviewing the file::
 
     {
-      "version": 1,
+      "version": 2,
       "tool": {"name": "poolgate", "version": "0.1.0"},
       "fingerprints": [
-        {"fingerprint": "<32 hex>", "ruleId": "PG301", "uri": "k8s/a.yaml",
-         "message": "container \\"agent\\" runs privileged"}
+        {"fingerprint": "<32 hex>", "objectFingerprint": "<32 hex>", "ruleId": "PG301",
+         "uri": "k8s/a.yaml", "message": "container \\"agent\\" runs privileged"}
       ]
     }
+
+Version 2 (written now) records the finding's fingerprint as reports show it
+(version 2: with its file, ``scanner.findings.records``) and ``objectFingerprint``,
+the rule, object and field alone (version 1's fingerprint), which finds the object
+in another file. A version 1 file (``fingerprint`` of version 1, no
+``objectFingerprint``) is still read and matched the same way. In version 2 the
+``fingerprint`` must be the one of ``objectFingerprint`` in ``uri``.
 
 An entry has ``"count": N`` when its file holds the finding N times (N > 1). Counts
 stay counts: reading a file costs time and memory in proportion to its size, never to
@@ -40,9 +47,10 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from scanner.errors import UsageError
-from scanner.findings.records import Finding, Outcome
+from scanner.findings.records import Finding, Outcome, digest
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+READ_VERSIONS: Final = (1, 2)
 MAX_SIZE: Final = 32 * 1024 * 1024
 """The largest baseline file read: about 100,000 findings with long messages. Parsed,
 a file takes some ten times its size in memory."""
@@ -60,13 +68,14 @@ def eligible(finding: Finding, incomplete_rules: Collection[str]) -> bool:
 
 
 Recorded = Counter[tuple[str, str]]
-"""(fingerprint, file URI) -> how many findings with them a baseline holds."""
+"""(object fingerprint, file URI) -> how many findings with them a baseline holds.
+The object fingerprint is ``Finding.fingerprint_v1``: rule, object and field."""
 
 
 def recorded(findings: Iterable[Finding], incomplete_rules: Collection[str]) -> Recorded:
     """What a baseline written now would hold."""
     return Counter(
-        (finding.fingerprint, finding.location.uri)
+        (finding.fingerprint_v1, finding.location.uri)
         for finding in findings
         if eligible(finding, incomplete_rules)
     )
@@ -79,19 +88,19 @@ def split(
 
     Each recorded finding hides one finding with its fingerprint: one in its own file
     if there is one, else one elsewhere (the object moved)."""
-    left: dict[str, Counter[str]] = {}  # fingerprint -> file -> recorded, not yet used
+    left: dict[str, Counter[str]] = {}  # object fingerprint -> file -> recorded, not yet used
     for (fingerprint, uri), count in known.items():
         if count > 0:
             left.setdefault(fingerprint, Counter())[uri] += count
     candidates = [
         (index, finding)
         for index, finding in enumerate(findings)
-        if eligible(finding, incomplete_rules) and finding.fingerprint in left
+        if eligible(finding, incomplete_rules) and finding.fingerprint_v1 in left
     ]
     hidden: set[int] = set()
     for same_file in (True, False):
         for index, finding in candidates:
-            files = left[finding.fingerprint]
+            files = left[finding.fingerprint_v1]
             if index in hidden or not files:
                 continue
             uri = finding.location.uri
@@ -115,13 +124,14 @@ def document(
     for finding in findings:
         if not eligible(finding, incomplete_rules):
             continue
-        key = (finding.fingerprint, finding.location.uri)
+        key = (finding.fingerprint_v1, finding.location.uri)
         entry = entries.get(key)
         if entry is not None:
             entry["count"] = entry.get("count", 1) + 1
             continue
         entries[key] = {
-            "fingerprint": finding.fingerprint,
+            "fingerprint": in_file(finding.fingerprint_v1, finding.location.uri),
+            "objectFingerprint": finding.fingerprint_v1,
             "ruleId": finding.rule_id,
             "uri": finding.location.uri,
             "message": finding.message,
@@ -134,6 +144,13 @@ def document(
         "tool": {"name": "poolgate", "version": tool_version},
         "fingerprints": ordered,
     }
+
+
+def in_file(object_fingerprint: str, uri: str) -> str:
+    """A baseline entry's ``fingerprint``: its object fingerprint joined with its file.
+    The finding's own (``Finding.fingerprint``) joins its rendered unit too; an entry
+    counts the findings of all units of the file (``count``)."""
+    return digest(f"v2|{object_fingerprint}|{uri}|")
 
 
 def write(content: dict[str, Any], stream: TextIO) -> None:
@@ -191,27 +208,41 @@ def _fingerprints_of(data: object, path: str) -> Recorded:
     if not isinstance(data, dict):
         raise UsageError(f"--baseline {path}: not a poolgate baseline (expected a JSON object)")
     version = data.get("version")
-    if version != BASELINE_VERSION:
+    if version not in READ_VERSIONS or isinstance(version, bool):
         raise UsageError(
             f"--baseline {path}: unsupported baseline version {version!r}",
-            hint=f"poolgate reads version {BASELINE_VERSION}; write it again: --write-baseline",
+            hint=f"poolgate reads versions {', '.join(map(str, READ_VERSIONS))};"
+            " write it again: --write-baseline",
         )
     entries = data.get("fingerprints")
     if not isinstance(entries, list):
         raise UsageError(f"--baseline {path}: 'fingerprints' must be a list")
     found: Recorded = Counter()
     for index, entry in enumerate(entries):
-        value = entry.get("fingerprint") if isinstance(entry, dict) else None
-        if not isinstance(value, str) or not _FINGERPRINT.match(value):
-            raise UsageError(
-                f"--baseline {path}: fingerprints[{index}] has no valid 'fingerprint' "
-                "(32 lower-case hex digits)"
-            )
+        value = _hex(entry, "fingerprint", path, index)
         uri = entry.get("uri")
+        uri = uri if isinstance(uri, str) else ""
+        if version != 1:  # the object's fingerprint, and the file's that it must agree with
+            recorded_in_file, value = value, _hex(entry, "objectFingerprint", path, index)
+            if recorded_in_file != in_file(value, uri):
+                raise UsageError(
+                    f"--baseline {path}: fingerprints[{index}].fingerprint is not the one "
+                    "of its objectFingerprint and uri"
+                )
         count = entry.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
             raise UsageError(
                 f"--baseline {path}: fingerprints[{index}].count must be 1 to {MAX_COUNT:,}"
             )
-        found[value, uri if isinstance(uri, str) else ""] += count
+        found[value, uri] += count
     return found
+
+
+def _hex(entry: object, key: str, path: str, index: int) -> str:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    if not isinstance(value, str) or not _FINGERPRINT.match(value):
+        raise UsageError(
+            f"--baseline {path}: fingerprints[{index}] has no valid '{key}' "
+            "(32 lower-case hex digits)"
+        )
+    return value

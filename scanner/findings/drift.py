@@ -9,7 +9,9 @@ new version (``karpenter.sh/v1beta1`` to ``v1``), the same rule on the same obje
 and field is the same finding, not one resolved and one new. Only violations count
 on either side; suppressed findings and rules that could not be evaluated do not
 (a finding suppressed since last night counts as resolved: it no longer fails the
-policy, and the report lists it as suppressed).
+policy, and the report lists it as suppressed). Matching reads the fields of the
+finding, not its ``fingerprint``, so reports written before fingerprint version 2
+(which joined the file) are read alike (``Key``).
 
 A finding of last night is *resolved* only if tonight's audit could have seen it
 again: when its rule did not run, or did not run on its object's kind (forbidden,
@@ -41,6 +43,7 @@ from typing import Any, cast
 from scanner.errors import UsageError
 from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Outcome
 from scanner.findings.report import Report
+from scanner.inventory import CLUSTER_SCHEME
 
 NEW, UNCHANGED, RESOLVED, UNVERIFIED = "new", "unchanged", "resolved", "unverified"
 
@@ -104,6 +107,14 @@ def load_previous(path: str) -> list[Mapping[str, Any]]:
     ]
 
 
+def at_least(previous: Sequence[Mapping[str, Any]], level: Level) -> list[Mapping[str, Any]]:
+    """The previous findings at ``level`` or above (``--min-level``): those below are out
+    of tonight's view, so they are neither resolved nor unverified. An entry whose level
+    is not one poolgate writes is kept."""
+    names = {str(item): item for item in Level}
+    return [entry for entry in previous if names.get(str(entry.get("level")), Level.ERROR) >= level]
+
+
 Checked = Callable[[str, str], bool]
 """(rule id, object kind) -> whether tonight's audit could have reported it again."""
 Located = Callable[[str], bool]
@@ -156,33 +167,58 @@ def compare(
 
 Key = tuple[str, ...]
 """What makes two findings of two audits the same: (rule id, API group, kind,
-namespace, name, field path) for a finding on an object, whatever version the object
-was read as; the fingerprint for one without (a file that does not parse)."""
+namespace, name, field path, place) for a finding on an object, whatever version the
+object was read as; place is the file for an object read from one, "" for a live
+object (its URI names the kubeconfig context, which may be renamed). For a finding
+without an object (a file that does not parse): (rule id, file, field path, message),
+what its version 1 fingerprint was made of. Keys are built from the fields every JSON
+report has, so reports of either fingerprint version match alike."""
 
 
 def _key(finding: Finding) -> Key:
-    ref = finding.ref
+    ref, location = finding.ref, finding.location
     if ref is None:
-        return (finding.fingerprint,)
+        return ("", finding.rule_id, location.uri, location.path, finding.message)
     group = ref.api_version.rpartition("/")[0]
-    return (finding.rule_id, group, ref.kind, ref.namespace, ref.name, finding.location.path)
+    return (
+        finding.rule_id,
+        group,
+        ref.kind,
+        ref.namespace,
+        ref.name,
+        location.path,
+        _place(location.uri),
+    )
+
+
+def _place(uri: str) -> str:
+    return "" if uri.startswith(CLUSTER_SCHEME) else uri
 
 
 def _entry_key(entry: Mapping[str, Any]) -> Key:
     """``_key`` of a finding as the JSON report has it."""
     obj, location = entry.get("object"), entry.get("location")
+    at = location if isinstance(location, dict) else {}
+    uri, path = at.get("uri"), at.get("path")
+    if obj is None:
+        fields: tuple[object, ...] = (entry.get("ruleId"), uri, path, entry.get("message"))
+        if all(isinstance(field, str) for field in fields):
+            return ("", *cast(tuple[str, ...], fields))
+        return (str(entry["fingerprint"]),)
     fields = (
         entry.get("ruleId"),
         obj.get("apiVersion") if isinstance(obj, dict) else None,
         obj.get("kind") if isinstance(obj, dict) else None,
         obj.get("namespace") if isinstance(obj, dict) else None,
         obj.get("name") if isinstance(obj, dict) else None,
-        location.get("path") if isinstance(location, dict) else None,
+        path,
+        uri,
     )
     if not all(isinstance(field, str) for field in fields):
         return (str(entry["fingerprint"]),)
-    rule_id, api_version, kind, namespace, name, path = cast(tuple[str, ...], fields)
-    return (rule_id, api_version.rpartition("/")[0], kind, namespace, name, path)
+    rule_id, api_version, kind, namespace, name, path, uri = cast(tuple[str, ...], fields)
+    group = api_version.rpartition("/")[0]
+    return (rule_id, group, kind, namespace, name, path, _place(uri))
 
 
 def checker(ran: Collection[str], unseen: Collection[tuple[str, str]]) -> Checked:

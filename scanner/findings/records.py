@@ -2,21 +2,37 @@
 
 A ``Finding`` is immutable and carries everything a reporter needs: rule id,
 level, message, exact location, object identity and a fingerprint that
-survives edits which only move lines (rule id + object identity + field path).
+survives edits which only move lines.
+
+Fingerprints have versions (``FINGERPRINT_VERSION``):
+
+* v1 (``fingerprint_v1``): rule id + object identity + field path. The same object
+  identity in two files (a kustomize base and an overlay, two samples) gave two
+  results one fingerprint, and GitHub code scanning merged them into one alert.
+* v2 (``fingerprint``): v1 joined with where the object is: its file and the rendered
+  unit it came from (two overlays of one base both point at the base's file). A live
+  object's place is left out: its ``cluster://`` URI names the kubeconfig context,
+  and a renamed context must not make every finding new. Still no line number.
+
+Two findings of one rule on one field of one object in one place still share v2
+(a file that repeats an object); ``run_fingerprints`` numbers such repeats in their
+order in the file, so every result of a run has its own.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from scanner.inventory import ObjectRef, Origin
+from scanner.inventory import LIVE, ObjectRef, Origin
 
 INCOMPLETE_RULES: Final = frozenset({"PG001"})
 """Findings that mean "could not read this", not "this breaks the policy" (exit 3)."""
+FINGERPRINT_VERSION: Final = 2
+"""The version of ``Finding.fingerprint``; baselines and JSON reports record it."""
 
 
 class Level(enum.IntEnum):
@@ -43,7 +59,8 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A 1-based region in an artifact. ``uri`` is repository-relative or ``cluster://``."""
+    """A 1-based region in an artifact. ``uri`` is repository-relative or ``cluster://``;
+    line and column are 0 for an object of a cluster, which has no position."""
 
     uri: str
     line: int
@@ -54,6 +71,13 @@ class Location:
     def __reduce__(self) -> tuple[type[Location], tuple[str, int, int, str]]:
         """Pickled as its fields (``Finding.__reduce__``)."""
         return (Location, (self.uri, self.line, self.column, self.path))
+
+    def shown(self) -> str:
+        """``uri:line:column`` as editors jump to it; the bare URI where there is no
+        position (line 0: an object read from a cluster has no file and no lines)."""
+        if self.line <= 0:
+            return self.uri
+        return f"{self.uri}:{self.line}" + (f":{self.column}" if self.column > 0 else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +126,18 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Stable across line moves: rule, object identity and field path, never line numbers.
+        """Version 2: ``fingerprint_v1`` joined with the finding's file and rendered unit
+        (none for a live object; module docstring). Stable across line moves."""
+        if self.source_type == LIVE:
+            place = ""
+        else:
+            place = f"{self.location.uri}|{self.origin.unit if self.origin is not None else ''}"
+        return digest(f"v2|{self.fingerprint_v1}|{place}")
+
+    @property
+    def fingerprint_v1(self) -> str:
+        """Version 1: rule, object identity and field path, never line numbers; what
+        baselines and reports of version 1 recorded.
 
         Findings on documents that have no identity (a file that does not parse)
         fall back to the file and the message.
@@ -113,8 +148,7 @@ class Finding:
             )
         else:
             identity = f"{self.location.uri}|{self.message}"
-        text = f"{self.rule_id}|{identity}|{self.location.path}"
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return digest(f"{self.rule_id}|{identity}|{self.location.path}")
 
     @property
     def sort_key(self) -> tuple[str, int, int, str, str]:
@@ -140,6 +174,34 @@ class Notification:
     line: int = 0
     column: int = 0
     rule_id: str = ""
+
+
+def digest(text: str) -> str:
+    """The 32 hex digits fingerprints are made of."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def run_fingerprints(findings: Sequence[Finding]) -> list[str]:
+    """Each finding's fingerprint in this run, in order: ``fingerprint``, except that
+    findings repeating one (one file holding the same object twice, a rule reporting one
+    field twice) are numbered by position (line, column, message): the second gets the
+    digest of the fingerprint and ``#1``, and so on. No two findings of a run share one,
+    and a repeat keeps its fingerprint while lines move around it."""
+    prints = [finding.fingerprint for finding in findings]
+    groups: dict[str, list[int]] = {}
+    for index, fingerprint in enumerate(prints):
+        groups.setdefault(fingerprint, []).append(index)
+    for fingerprint, indexes in groups.items():
+        if len(indexes) < 2:
+            continue
+        indexes.sort(key=lambda i: _position(findings[i]))
+        for number, index in enumerate(indexes[1:], start=1):
+            prints[index] = digest(f"{fingerprint}#{number}")
+    return prints
+
+
+def _position(finding: Finding) -> tuple[int, int, str]:
+    return (finding.location.line, finding.location.column, finding.message)
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

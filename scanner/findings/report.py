@@ -24,6 +24,10 @@ class RunStats:
     """Findings left out because a ``--baseline`` file already holds them."""
     unfinished: frozenset[str] = frozenset()
     """Rules that did not get through all their subjects before an audit's deadline."""
+    excluded: int = 0
+    """Manifest files the exclude patterns left out (``--exclude``, ``spec.exclude``)."""
+    hidden: int = 0
+    """Findings left out of the reports for being below ``--min-level``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,9 @@ Two ways to say "this finding is accepted":
 
       poolgate.io/ignore: "PG501=vendor image, digest pinned by the operator, PG401=legacy"
 
-  Entries are ``RULE=reason``, separated by commas or newlines; a reason may itself
-  contain commas as long as what follows a comma does not look like ``RULE=``.
+  Entries are ``RULE=reason`` (``RULE`` a rule id or name), separated by commas or
+  newlines; a reason may itself contain commas as long as what follows a comma does
+  not look like ``RULE=`` (an id, a loaded rule's name, or a hyphenated word).
   It holds for findings on the object that carries it, found by its document
   (``Finding.origin``), never by identity alone: a benign ``team-a/web`` with the
   annotation must not silence a privileged ``team-a/web`` in the same file, the
@@ -39,17 +40,23 @@ from scanner.config.values import Config, Exemption
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.inventory import KubeObject, ObjectRef, Origin, is_mapping, join_path
 from scanner.model.wildcards import Dialect, compile_pattern
+from scanner.ruleset.names import RuleNames
 
 IGNORE_ANNOTATION: Final = "poolgate.io/ignore"
 INVALID_RULE: Final = "PG004"
 IN_SOURCE: Final = "in-source"
 EXTERNAL: Final = "external"
 
-_ID: Final = r"[A-Za-z][A-Za-z0-9]*[0-9]{3}"
-# A newline always starts a new entry; a comma only when a rule id (then "=", a comma
-# or the end) follows, so reasons may contain commas.
-_ENTRY_START: Final = re.compile(rf"\s*{_ID}\s*(?:=|$)")
-_ENTRY: Final = re.compile(rf"(?P<id>{_ID})\s*(?:=(?P<reason>.*))?")
+_ID: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*[0-9]{3}")
+# The shape of a rule name with a hyphen: after a comma, one starts an entry even when
+# no loaded rule has it, so a misspelt name is reported rather than read as reason.
+_NAME: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+# A rule: an id, or a rule's name (one character class: nothing to backtrack over).
+_RULE: Final = r"[A-Za-z0-9][A-Za-z0-9-]*"
+# A newline always starts a new entry; a comma only when a rule id or the name of a
+# loaded rule (then "=", a comma or the end) follows, so reasons may contain commas.
+_ENTRY_START: Final = re.compile(rf"\s*(?P<rule>{_RULE})\s*(?:=|$)")
+_ENTRY: Final = re.compile(rf"(?P<id>{_RULE})\s*(?:=(?P<reason>.*))?")
 _ANNOTATION_PATH: Final = join_path(join_path("metadata", "annotations"), IGNORE_ANNOTATION)
 
 
@@ -69,8 +76,10 @@ class Ignore:
     problems: tuple[str, ...]
 
 
-def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
-    """Parse an annotation value; only entries with a known rule and a reason suppress."""
+def parse_ignore(value: object, known_rules: Collection[str] | RuleNames) -> Ignore:
+    """Parse an annotation value; only entries with a known rule (by id or name,
+    ``known_rules``) and a reason suppress."""
+    names = _names(known_rules)
     if not isinstance(value, str):
         return Ignore({}, (f'{IGNORE_ANNOTATION} must be a string "RULE=reason, ..."',))
     if not value.strip():
@@ -78,7 +87,7 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     reasons: dict[str, str] = {}
     problems: list[str] = []
     lines = value.strip().splitlines()
-    for raw in (part for line in lines for part in _entries(line)):
+    for raw in (part for line in lines for part in _entries(line, names)):
         entry = raw.strip().strip(",").strip()
         if not entry:
             continue
@@ -86,11 +95,13 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
         if parsed is None:
             problems.append(f"{IGNORE_ANNOTATION} entry {_quote(entry)} is not RULE=reason")
             continue
-        rule_id = parsed["id"].upper()
         reason = " ".join((parsed["reason"] or "").split())
-        if rule_id not in known_rules:
+        rule_id = names.resolve(parsed["id"])
+        if rule_id is None:
+            shown = parsed["id"].upper() if _ID.fullmatch(parsed["id"]) else parsed["id"]
             problems.append(
-                f"{IGNORE_ANNOTATION} names unknown rule {rule_id}; it suppresses nothing"
+                f"{IGNORE_ANNOTATION} names unknown rule {shown}{names.suggestion(shown)}; "
+                "it suppresses nothing"
             )
         elif rule_id == INVALID_RULE:
             problems.append(
@@ -107,18 +118,30 @@ def parse_ignore(value: object, known_rules: Collection[str]) -> Ignore:
     return Ignore(reasons, tuple(problems))
 
 
-def _entries(line: str) -> list[str]:
+def _entries(line: str, names: RuleNames) -> list[str]:
     """``line`` cut at the commas that start an entry (``_ENTRY_START`` on what follows,
-    up to the next comma). Each piece is read once: splitting with a regular expression
-    that begins with ``\\s*`` retried every blank of a long run of blanks (quadratic in
-    an annotation the input writes)."""
+    up to the next comma, naming an id or a loaded rule's name). Each piece is read
+    once: splitting with a regular expression that begins with ``\\s*`` retried every
+    blank of a long run of blanks (quadratic in an annotation the input writes)."""
     groups: list[list[str]] = []
     for part in line.split(","):
-        if groups and not _ENTRY_START.match(part):
+        if groups and not _starts_entry(part, names):
             groups[-1].append(part)
         else:
             groups.append([part])
     return [",".join(group) for group in groups]
+
+
+def _starts_entry(part: str, names: RuleNames) -> bool:
+    start = _ENTRY_START.match(part)
+    if start is None:
+        return False
+    rule = start["rule"]
+    return _ID.fullmatch(rule) is not None or _NAME.fullmatch(rule) is not None or rule in names
+
+
+def _names(known_rules: Collection[str] | RuleNames) -> RuleNames:
+    return known_rules if isinstance(known_rules, RuleNames) else RuleNames.of_ids(known_rules)
 
 
 def _quote(text: str) -> str:
@@ -167,7 +190,7 @@ def apply(
     objects: Iterable[KubeObject],
     config: Config,
     *,
-    known_rules: Collection[str],
+    known_rules: Collection[str] | RuleNames,
     invalid_level: Level | None,
     repo_root: Path,
     today: datetime.date | None = None,
@@ -180,13 +203,14 @@ def apply(
     suppress). ``today`` decides expiry; tests pass a fixed date.
     """
     today = today or datetime.date.today()
+    names = _names(known_rules)
     ignores: dict[tuple[Origin, ObjectRef], dict[str, str]] = {}
     invalid: list[Finding] = []
     for obj in objects:
         annotations = obj.metadata.get("annotations")
         if not is_mapping(annotations) or IGNORE_ANNOTATION not in annotations:
             continue
-        parsed = parse_ignore(annotations[IGNORE_ANNOTATION], known_rules)
+        parsed = parse_ignore(annotations[IGNORE_ANNOTATION], names)
         reasons = ignores.setdefault((obj.origin, obj.ref), {})
         for rule_id, reason in parsed.reasons.items():
             reasons.setdefault(rule_id, reason)

@@ -58,6 +58,9 @@ the framework server KServe runs as ``kserve-container`` in the predictor pod.""
 KSERVE_EXPLAINER_CONTAINERS: tuple[str, ...] = ("art", "alibi", "aix")
 """KServe explainer fields that are one container each (``alibi``/``aix`` in older releases)."""
 
+KSERVE_ACCELERATOR_ANNOTATION = "serving.kserve.io/gke-accelerator"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
 INLINE_CONTAINER_NAME = "kserve-container"
 """The name of an inline container that names none (KServe calls its framework
 container ``kserve-container``)."""
@@ -83,6 +86,10 @@ class PodTemplate(NamedTuple):
     path: str
     metadata: Mapping[str, Any]
     container_fields: tuple[str, ...] = ()
+    gpu_node_selector: tuple[tuple[str, str], ...] = ()
+    """Node labels the operator's admission webhook adds to ``nodeSelector`` when a
+    container asks for ``nvidia.com/gpu`` in ``limits`` (KServe's accelerator
+    annotation)."""
 
 
 Extractor = Callable[[Mapping[str, Any]], Iterable[PodTemplate]]
@@ -256,16 +263,14 @@ def _leader_worker_set(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
         yield from _template_at(body, ("spec", "leaderWorkerTemplate", name), name)
 
 
-def _rollout(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
-    yield from _template_at(body, ("spec", "template"), "")
-
-
 def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
     """KServe: each component (predictor, its multi-node workerSpec, transformer,
     explainer) *is* a pod spec with the pod's fields inlined; framework fields such
     as ``predictor.model`` are one container each. KServe copies the object's labels
     and annotations to the component pods, then the component's own ``labels`` and
-    ``annotations``."""
+    ``annotations``; its pod webhook turns the ``serving.kserve.io/gke-accelerator``
+    annotation of a pod whose containers ask for ``nvidia.com/gpu`` into a
+    nodeSelector on ``cloud.google.com/gke-accelerator``."""
     object_meta = as_mapping(body.get("metadata"))
     components: tuple[tuple[str, tuple[Key, ...], tuple[str, ...]], ...] = (
         ("predictor", ("spec", "predictor"), KSERVE_PREDICTOR_CONTAINERS),
@@ -286,33 +291,113 @@ def _inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
                 **as_mapping(own.get("annotations")),
             },
         }
-        yield PodTemplate(name, spec, _path(keys), meta, container_fields)
+        accelerator = meta["annotations"].get(KSERVE_ACCELERATOR_ANNOTATION)
+        selector = ((GKE_ACCELERATOR_LABEL, accelerator),) if isinstance(accelerator, str) else ()
+        yield PodTemplate(name, spec, _path(keys), meta, container_fields, selector)
 
 
-def _table() -> dict[str, WorkloadKind]:
+def _named(
+    body: Mapping[str, Any], list_keys: tuple[Key, ...], template_keys: tuple[Key, ...]
+) -> Iterator[PodTemplate]:
+    """A pod template in every item of the list at ``list_keys`` (at ``template_keys``
+    below the item), named by the item's ``name`` (the replicated job or task that holds
+    it: ``node``, not ``replicatedJobs[2]``), or by its index when it has none."""
+    items = _at(body, list_keys)
+    if not isinstance(items, list):
+        return
+    for index, item in enumerate(items):
+        name = item.get("name") if is_mapping(item) else None
+        label = name if isinstance(name, str) and name else f"{list_keys[-1]}[{index}]"
+        yield from _template_at(body, (*list_keys, index, *template_keys), label)
+
+
+def _training_runtime(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    """Kubeflow Trainer (Cluster)TrainingRuntime: a JobSet template whose every
+    replicated job (initializers, the trainer ``node``, launchers) has a pod template."""
+    yield from _named(
+        body,
+        ("spec", "template", "spec", "replicatedJobs"),
+        ("template", "spec", "template"),
+    )
+
+
+def _volcano_job(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    yield from _named(body, ("spec", "tasks"), ("template",))
+
+
+def _spec_template(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    """One ``spec.template`` (Argo Rollout, Kubeflow Notebook)."""
+    yield from _template_at(body, ("spec", "template"), "")
+
+
+def _llm_inference_service(body: Mapping[str, Any]) -> Iterator[PodTemplate]:
+    """KServe LLMInferenceService: the decode workload (``spec``) and the optional
+    ``spec.prefill`` each hold a pod spec in ``template`` and, multi-node, in
+    ``worker``; the router's scheduler has its own. Each workload's ``labels`` and
+    ``annotations`` go to its pods. KServe fills in what the spec leaves out (the
+    image among them) from LLMInferenceServiceConfig presets."""
+    for name, keys in _LLM_WORKLOADS:
+        workload = _at(body, keys)
+        if not isinstance(workload, Mapping):
+            continue
+        meta = {
+            "labels": as_mapping(workload.get("labels")),
+            "annotations": as_mapping(workload.get("annotations")),
+        }
+        for field_name in ("template", "worker"):
+            spec = workload.get(field_name)
+            if spec is not None and (field_name == "template" or name != "router.scheduler"):
+                label = field_name if not name else f"{name}.{field_name}"
+                yield PodTemplate(label, spec, _path((*keys, field_name)), meta)
+
+
+_LLM_WORKLOADS: Final[tuple[tuple[str, tuple[Key, ...]], ...]] = (
+    ("", ("spec",)),
+    ("prefill", ("spec", "prefill")),
+    ("router.scheduler", ("spec", "router", "scheduler")),
+)
+
+
+def _entries() -> tuple[WorkloadKind, ...]:
     kinds = [WorkloadKind(kind, None, _core(keys)) for kind, keys in POD_SPEC_PATHS.items()]
     kinds += [
         WorkloadKind("PyTorchJob", "kubeflow.org", _replica_specs("pytorchReplicaSpecs")),
         WorkloadKind("TFJob", "kubeflow.org", _replica_specs("tfReplicaSpecs")),
         WorkloadKind("MPIJob", "kubeflow.org", _replica_specs("mpiReplicaSpecs")),
+        WorkloadKind("PaddleJob", "kubeflow.org", _replica_specs("paddleReplicaSpecs")),
+        WorkloadKind("XGBoostJob", "kubeflow.org", _replica_specs("xgbReplicaSpecs")),
+        WorkloadKind("JAXJob", "kubeflow.org", _replica_specs("jaxReplicaSpecs")),
+        WorkloadKind("Notebook", "kubeflow.org", _spec_template),
+        WorkloadKind("TrainingRuntime", "trainer.kubeflow.org", _training_runtime),
+        WorkloadKind("ClusterTrainingRuntime", "trainer.kubeflow.org", _training_runtime),
         WorkloadKind("RayCluster", "ray.io", _ray_cluster),
         WorkloadKind("RayJob", "ray.io", _ray_job),
         WorkloadKind("RayService", "ray.io", _ray_service),
         WorkloadKind("JobSet", "jobset.x-k8s.io", _jobset),
         WorkloadKind("LeaderWorkerSet", "leaderworkerset.x-k8s.io", _leader_worker_set),
         WorkloadKind("InferenceService", "serving.kserve.io", _inference_service),
-        WorkloadKind("Rollout", "argoproj.io", _rollout),
+        WorkloadKind("LLMInferenceService", "serving.kserve.io", _llm_inference_service),
+        WorkloadKind("Rollout", "argoproj.io", _spec_template),
+        WorkloadKind("Job", "batch.volcano.sh", _volcano_job),
     ]
-    return {entry.kind: entry for entry in kinds}
+    return tuple(kinds)
 
 
-WORKLOAD_TABLE: dict[str, WorkloadKind] = _table()
-"""Kind -> where its pod templates live. Small and static: built once at import."""
+WORKLOAD_TABLE: tuple[WorkloadKind, ...] = _entries()
+"""Where each workload kind keeps its pod templates. Small and static: built once at
+import. A CRD may share its kind name with a core kind (Volcano's ``Job``): its API
+group tells them apart."""
+
+_CORE_TABLE: Final = {entry.kind: entry for entry in WORKLOAD_TABLE if entry.group is None}
+_CRD_TABLE: Final = {
+    (entry.group, entry.kind): entry for entry in WORKLOAD_TABLE if entry.group is not None
+}
 
 CORE_WORKLOAD_KINDS: frozenset[str] = frozenset(POD_SPEC_PATHS)
-CRD_WORKLOAD_KINDS: frozenset[str] = frozenset(WORKLOAD_TABLE) - CORE_WORKLOAD_KINDS
-WORKLOAD_KINDS: frozenset[str] = frozenset(WORKLOAD_TABLE)
-"""Every kind that carries pod templates (core kinds and the GPU workload CRDs)."""
+CRD_WORKLOAD_KINDS: frozenset[str] = frozenset(kind for _, kind in _CRD_TABLE)
+WORKLOAD_KINDS: frozenset[str] = CORE_WORKLOAD_KINDS | CRD_WORKLOAD_KINDS
+"""Every kind name that carries pod templates (core kinds and the GPU workload CRDs;
+``Job`` is both)."""
 
 DRA_GROUP = "resource.k8s.io"
 RESOURCE_CLAIM_KINDS: frozenset[str] = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
@@ -321,19 +406,16 @@ DEVICE_CLASS_KIND = "DeviceClass"
 
 def workload_kind(kind: str, api_version: str) -> WorkloadKind | None:
     """The table entry for an object, or None when it carries no pod template we know."""
-    entry = WORKLOAD_TABLE.get(kind)
-    if entry is None or (entry.group is not None and api_group(api_version) != entry.group):
-        return None
-    return entry
+    if kind in CRD_WORKLOAD_KINDS:  # most objects (every pod) skip the group
+        entry = _CRD_TABLE.get((api_group(api_version), kind))
+        if entry is not None:
+            return entry
+    return _CORE_TABLE.get(kind)
 
 
 BUILT_IN_GROUPS: Final = frozenset({"", "apps", "batch", "policy", "autoscaling"})
 """API groups of Kubernetes itself besides ``*.k8s.io``: their pod templates are all
 in ``WORKLOAD_TABLE``."""
-
-_SEARCH_NODES: Final = 5_000
-"""Mappings and lists looked at per object when searching for a pod spec: a CRD's
-pod templates sit a few levels down; a huge object is not searched to its end."""
 
 
 @lru_cache(maxsize=256)
@@ -342,38 +424,3 @@ def kubernetes_group(api_version: str) -> bool:
     pod of a cluster asks about ``v1``)."""
     group = api_group(api_version)
     return group in BUILT_IN_GROUPS or group == "k8s.io" or group.endswith(".k8s.io")
-
-
-def unmodelled_pod_spec(kind: str, api_version: str, body: Mapping[str, Any]) -> str | None:
-    """The path of a pod spec (a mapping whose ``containers`` is a list of containers
-    with an ``image``) in an object whose pod templates poolgate does not know (a
-    Volcano Job, a Knative Service, a Kubeflow Notebook): it is not checked, and the
-    report says so rather than passing it as clean. None for the kinds poolgate
-    models and for Kubernetes' own groups. A kind named like a core one in another
-    group (Volcano's ``Job``) is searched when the core kind's paths hold nothing."""
-    if kubernetes_group(api_version):
-        return None
-    entry = workload_kind(kind, api_version)
-    if entry is not None and any(True for _ in entry.templates(body)):
-        return None
-    pending: list[tuple[tuple[Key, ...], object]] = [((), body)]
-    seen = 0
-    while pending and seen < _SEARCH_NODES:
-        keys, value = pending.pop()
-        seen += 1
-        if isinstance(value, Mapping):
-            containers = value.get("containers")
-            if (
-                keys
-                and isinstance(containers, list)
-                and any(
-                    isinstance(c, Mapping) and isinstance(c.get("image"), str) for c in containers
-                )
-            ):
-                return _path(keys)
-            pending.extend(((*keys, str(key)), item) for key, item in reversed(list(value.items())))
-        elif isinstance(value, list):
-            pending.extend(
-                ((*keys, index), item) for index, item in reversed(list(enumerate(value)))
-            )
-    return None

@@ -7,18 +7,18 @@ them); docs/platform-model.md defines the platform's terms.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from scanner.config.values import Config
 from scanner.inventory import InvalidDocument, Inventory, KubeObject, SourceWarning
-from scanner.kinds import kubernetes_group, unmodelled_pod_spec
 from scanner.model import deviceplugin
 from scanner.model.cluster import ClusterScope, cluster_object, cluster_variables
+from scanner.model.dra import extended_resources
 from scanner.model.facts import ClusterFacts, NamespaceFacts, NodeFacts, SharingConfigFacts
+from scanner.model.gpuoperator import operator_facts
 from scanner.model.identity import attach_service_accounts
 from scanner.model.index import ObjectIndex
 from scanner.model.namespaces import build_namespaces
@@ -26,9 +26,11 @@ from scanner.model.nodes import build_nodes
 from scanner.model.podsecurity import attach_pod_security
 from scanner.model.policy import attach_runtime_classes, attach_signatures
 from scanner.model.pools import Pool, attach_targets, build_pools, other_nodes
+from scanner.model.providers import bottlerocket
 from scanner.model.queues import attach_queues
 from scanner.model.rbac import rbac_facts
 from scanner.model.running import attach_running
+from scanner.model.unmodelled import unchecked_pod_specs
 from scanner.model.workloads import Join, Workload, build_workloads
 
 _NO_VARIABLES: Mapping[str, Any] = MappingProxyType({})
@@ -73,8 +75,9 @@ class Model:
     """The synthetic cluster object and its variables (the ``cluster`` subject,
     ``scanner.model.cluster``); None only for models built by hand."""
     unchecked: Sequence[SourceWarning] = ()
-    """Pod specs in objects whose pod templates poolgate does not know (a Volcano Job):
-    not checked, and reported as such (``unchecked_pod_specs``)."""
+    """GPU requests and pod specs in objects of kinds poolgate does not model (an Argo
+    Workflow, a Kubeflow TrainJob): not checked, and reported as such
+    (``scanner.model.unmodelled``)."""
     unfollowed: Sequence[str] = ()
     """GPU workloads (``Kind namespace/name``) whose node selection may reach more GPU
     pools than poolgate follows (``scanner.model.pools.MAX_REACH``): their pools count
@@ -152,7 +155,15 @@ def build_model(
     # in this order when they complete.
     later += [
         attach_queues(workloads, index),
-        attach_targets(workloads, pools, config, domains, other_nodes(nodes), unfollowed),
+        attach_targets(
+            workloads,
+            pools,
+            config,
+            domains,
+            other_nodes(nodes),
+            unfollowed,
+            extended_resources(index),
+        ),
         attach_service_accounts(workloads, index, config),
         attach_runtime_classes(workloads, index),
         attach_pod_security(workloads),
@@ -164,10 +175,11 @@ def build_model(
         invalid=invalid,
         nodes=nodes,
         pools=pools,
-        sharing_configs=sharing_configs,
+        sharing_configs=[*sharing_configs, *bottlerocket.sharing_configs(index)],
         cluster={
             "devicePlugin": deviceplugin.cluster_facts(setup, sharing_configs, nodes, entries),
             "poolsKnown": bool(pools),
+            "gpuOperator": operator_facts(index),
             "rbac": _rbac(index, config, setup, sharing_configs),
         },
         namespaces=namespaces.subjects,
@@ -194,51 +206,3 @@ def _rbac(
         setup, [obj for obj, _ in sharing_configs], operator_config_maps
     )
     return rbac_facts(index, config, stack)
-
-
-UNCHECKED_SHOWN: Final = 20
-"""Objects of one kind named one by one in the unchecked-pod-spec warnings; the rest
-are counted in one more."""
-
-
-def unchecked_pod_specs(objects: Iterable[KubeObject]) -> list[SourceWarning]:
-    """A warning for each reported object holding a pod spec poolgate does not check
-    (``kinds.unmodelled_pod_spec``), at most ``UNCHECKED_SHOWN`` per kind, then one
-    counting the rest: a cluster with a thousand Knative revisions gets 21 lines."""
-    warnings: list[SourceWarning] = []
-    found: Counter[tuple[str, str]] = Counter()
-    for obj in objects:
-        api_version = obj.body.get("apiVersion")
-        # Kubernetes' own groups first: asked of every pod, answered from a cache.
-        if not isinstance(api_version, str) or kubernetes_group(api_version):
-            continue
-        if obj.context_only:
-            continue
-        path = unmodelled_pod_spec(obj.kind, api_version, obj.body)
-        if path is None:
-            continue
-        kind = (api_version, obj.kind)
-        found[kind] += 1
-        if found[kind] > UNCHECKED_SHOWN:
-            continue
-        line, column = obj.position(path)
-        warnings.append(
-            SourceWarning(
-                obj.origin.uri,
-                f"{obj.kind} {obj.name or '(unnamed)'} ({api_version}) has a pod spec at "
-                f"{path} that was not checked: poolgate does not know where this kind keeps "
-                "its pod templates",
-                line,
-                column,
-            )
-        )
-    warnings += [
-        SourceWarning(
-            "",
-            f"{count - UNCHECKED_SHOWN} more {kind} objects ({api_version}) have pod specs "
-            "that were not checked",
-        )
-        for (api_version, kind), count in found.items()
-        if count > UNCHECKED_SHOWN
-    ]
-    return warnings

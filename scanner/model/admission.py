@@ -17,8 +17,8 @@
   - ``runtimeClass``: an expression of its ``validations`` or ``variables`` names
     ``runtimeClassName`` (a field, or a string constant such as a key test);
   - ``sku``: those expressions name ``nodeSelector`` or ``nodeAffinity`` and a SKU or
-    pool label key (config ``skuLabel``, ``poolLabels``), as a string constant
-    (``'sku'``), a field (``.sku``), or a value of its params: a policy whose
+    pool label key (config ``skuLabel``, ``skuLabels``, ``poolLabels``), as a string
+    constant (``'sku'``), a field (``.sku``), or a value of its params: a policy whose
     ``paramKind`` is a ConfigMap counts the values in the ``data`` of the ConfigMap a
     binding's ``paramRef`` names by name and namespace, when it is in scope (each
     value, and each comma-separated part of it; ``poolgate admission export`` keeps
@@ -198,7 +198,9 @@ def _names(expressions: Iterable[str]) -> frozenset[str]:
 
 def _label_keys(config: Config) -> frozenset[str]:
     """The SKU and pool label keys a policy may test."""
-    return frozenset(key for key in (config.sku_label, *config.pool_labels) if key)
+    return frozenset(
+        key for key in (config.sku_label, *config.sku_labels, *config.pool_labels) if key
+    )
 
 
 def _strings(value: object) -> list[str]:

@@ -59,7 +59,7 @@ class ClusterScope:
 def cluster_object(scope: ClusterScope) -> KubeObject:
     """The synthetic object cluster findings attach to (see the module docstring)."""
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": NAME}}
-    return KubeObject(body, Origin(scope.uri, source_type=LIVE), LineMap({}))
+    return KubeObject(body, Origin(scope.uri, line=0, column=0, source_type=LIVE), LineMap({}))
 
 
 def cluster_variables(

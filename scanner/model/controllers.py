@@ -15,12 +15,13 @@ object runs is the controller's current one:
   it exempts nothing;
 * only the edges the built-in controllers and the GPU workload operators poolgate
   models create, with the API group checked: a Pod owned by a ReplicaSet,
-  StatefulSet, DaemonSet or Job (``apps``/``batch``), by a Kubeflow PyTorchJob, TFJob
-  or MPIJob (``kubeflow.org``) or by a RayCluster (``ray.io``); a ReplicaSet owned by
+  StatefulSet, DaemonSet or Job (``apps``/``batch``), by a Kubeflow PyTorchJob, TFJob,
+  MPIJob, PaddleJob, XGBoostJob or JAXJob (``kubeflow.org``), by a Volcano Job
+  (``batch.volcano.sh``) or by a RayCluster (``ray.io``); a ReplicaSet owned by
   a Deployment; a Job owned by a CronJob, a JobSet (``jobset.x-k8s.io``), an MPIJob
   (its launcher) or a RayJob (its submitter); a RayCluster owned by a RayJob. The
   owner must be in the same namespace, have the uid the reference names, be reported
-  on (not ``--context``) and have produced a workload (a valid pod template);
+  on (not ``--context-path``) and have produced a workload (a valid pod template);
 * the object must run the owner's current template: a ReplicaSet climbs to its
   Deployment, and a Job to its CronJob, only while their templates agree (an old
   ReplicaSet of a rollout that moved on, or a Job made before the CronJob changed, is
@@ -56,6 +57,10 @@ CONTROLLER_EDGES: Final[Mapping[str, frozenset[tuple[str, str]]]] = {
             ("kubeflow.org", "PyTorchJob"),
             ("kubeflow.org", "TFJob"),
             ("kubeflow.org", "MPIJob"),
+            ("kubeflow.org", "PaddleJob"),
+            ("kubeflow.org", "XGBoostJob"),
+            ("kubeflow.org", "JAXJob"),
+            ("batch.volcano.sh", "Job"),
             ("ray.io", "RayCluster"),
         }
     ),

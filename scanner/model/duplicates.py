@@ -7,7 +7,7 @@ the one applied last. A reviewer who reads the first (benign, perhaps carrying a
 one rendered unit (``Origin.applied_with``), each object after the first with an
 identity already seen is a finding at its first line, naming the first one's line.
 The same identity in separate files is normal (overlays, samples) and is not
-reported; ``--context`` objects never count (callers pass reportable objects only).
+reported; ``--context-path`` objects never count (callers pass reportable objects only).
 
 An identity is what the API server stores an object under: API group (not
 version: ``apps/v1`` and ``apps/v1beta2`` name one Deployment) and kind, namespace

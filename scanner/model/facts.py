@@ -26,6 +26,14 @@ from typing import Annotated, Any, Final, NamedTuple, TypedDict
 
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.kinds.resources import RESOURCES
+from scanner.model.records import (
+    Container,
+    GpuResource,
+    GpuWorkloadNames,
+    RunningNode,
+    Taint,
+    Tenant,
+)
 
 Kinds = frozenset[str]
 _NONE: Kinds = frozenset()
@@ -71,6 +79,7 @@ device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy
 _ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 _NS = frozenset({"Namespace"})
 _NETPOL = frozenset({"NetworkPolicy"})
+_OPERATOR = frozenset({"ClusterPolicy", "Deployment", "Node"})
 
 
 class Fact(NamedTuple):
@@ -94,38 +103,6 @@ def fact(doc: str, kinds: Kinds = _NONE, **parts: Kinds) -> Fact:
 def instance(doc: str, kinds: Kinds = _NONE) -> Fact:
     """A ``workload`` fact known per instance."""
     return Fact(doc, kinds, instance=True)
-
-
-# --- nested records (plain dicts) -------------------------------------------------------
-
-Container = dict[str, Any]  # as written, with path, type, name, digestPinned, security, ...
-
-
-class Taint(TypedDict):
-    key: str
-    value: str
-    effect: str
-
-
-class Tenant(TypedDict):
-    namespace: str
-    trustDomain: str
-    workloads: int
-
-
-class GpuWorkloadNames(TypedDict):
-    count: int
-    names: list[str]
-
-
-class RunningNode(TypedDict):
-    name: str
-    sharing: str
-    shared: bool
-    trustDomains: list[str]
-
-
-GpuResource = dict[str, Any]  # see WorkloadFacts.gpuResources
 
 
 # --- the fact tables ----------------------------------------------------------------------
@@ -195,16 +172,20 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         bool,
         instance(
             "a container requests or limits a GPU resource (a count of zero asks for "
-            "none), or a DRA claim asks for a GPU DeviceClass",
+            "none), a DRA claim asks for a GPU DeviceClass, or a KAI annotation a share",
             _DRA,
         ),
+    ]
+    gpuSharing: Annotated[
+        dict[str, str],
+        instance("how it shares its GPUs: `mode`, `by`, `path` (scanner.model.sharing)", _DRA),
     ]
     gpuViaDra: Annotated[bool, instance("a DRA claim asks for a GPU DeviceClass", _DRA)]
     draClaims: Annotated[
         list[dict[str, Any]],
         instance(
             "the pod's `resourceClaims`, each with `name`, `claimName`, `template`, "
-            "`found`, `deviceClasses`, `gpu`, `path`, `ref`",
+            "`found`, `deviceClasses`, `gpu`, `sharing` (`GpuConfig`), `path`, `ref`",
             _DRA,
         ),
     ]
@@ -283,8 +264,9 @@ class WorkloadFacts(TypedDict, total=False):  # a deferred workload has only ins
         list[dict[str, Any]],
         fact(
             "the GPU pools its selection reaches: `pool`, `ref`, `decided`, `tolerated`, "
-            "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `migStrategies`, "
-            "`advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, `perPod`",
+            "`untolerated` taints, `sharing`, `shared`, `trustDomains`, `fractional`, "
+            "`migStrategies`, `advertises`, `missingResources`, `maxGpusPerNode`, `perNode`, "
+            "`perPod` (resource -> most per container, per pod; absent: unknown)",
             _PLACED,
         ),
     ]
@@ -424,14 +406,17 @@ class PoolFacts(TypedDict):
         ),
     ]
     trustDomains: Annotated[list[str], fact("the known trust domains of its tenants", _PLACED)]
+    fractionalTrustDomains: Annotated[
+        list[str], fact("the known trust domains of its fractional tenants (KAI, HAMi)", _PLACED)
+    ]
 
 
 _CLUSTER_POLICY = frozenset({"ClusterPolicy"})
 
 
 class SharingConfigFacts(TypedDict):
-    """A device-plugin ConfigMap (``scanner.model.deviceplugin``); the ClusterPolicy says
-    which ConfigMaps those are, so every fact is read from it too."""
+    """A device-plugin ConfigMap (``scanner.model.deviceplugin``; ClusterPolicy names it),
+    or an EC2NodeClass whose Bottlerocket settings share GPUs (``providers.bottlerocket``)."""
 
     name: Annotated[str, fact("the ConfigMap's name", _CLUSTER_POLICY)]
     namespace: Annotated[str, fact("its namespace", _CLUSTER_POLICY)]
@@ -442,7 +427,7 @@ class SharingConfigFacts(TypedDict):
         list[dict[str, Any]],
         fact(
             "each data value as a config: `key`, `valid`, `error`, `mode`, `migStrategy`, "
-            "`resources`, their lines",
+            "`resources`, their lines, `renameSetting`, `renamePath`, `failPath`",
             _CLUSTER_POLICY,
         ),
     ]
@@ -495,6 +480,12 @@ class ClusterFacts(TypedDict, total=False):  # the model's, then the run's ``now
         ),
     ]
     poolsKnown: Annotated[bool, fact("GPU pools are in scope", POOL_KINDS)]
+    gpuOperator: Annotated[
+        dict[str, Any],
+        fact(
+            "ClusterPolicy ref -> `version`, `cdi`, `runtime`, `operatorEnv`, `*Source`", _OPERATOR
+        ),
+    ]
     rbac: Annotated[
         dict[str, Any],
         fact("`bindings` that give someone power over the GPU Operator (PG306)", _RBAC),
@@ -551,7 +542,7 @@ SUBJECT_KINDS: Final[Mapping[str, Kinds]] = {
     "node": POOL_KINDS,
     "pool": POOL_KINDS,
     "namespace": _NS,
-    "sharingConfig": frozenset({"ConfigMap"}),
+    "sharingConfig": frozenset({"ConfigMap", "EC2NodeClass"}),
     "cluster": _NONE,  # made up by the model (scanner.model.cluster): only joins
 }
 """Kinds each derived subject is made from (for ``workload``: ``scanner.kinds``)."""

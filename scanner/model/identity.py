@@ -4,7 +4,7 @@ Every workload gets ``workload.serviceAccount``:
 
 * ``name``: ``serviceAccountName`` (or the deprecated ``serviceAccount``), else
   ``default``, the account Kubernetes gives a pod that names none;
-* ``known``: that ServiceAccount object is in scope (scanned or ``--context``).
+* ``known``: that ServiceAccount object is in scope (scanned or ``--context-path``).
   A missing binding is only concluded for accounts poolgate can see
   (docs/usage.md, "Scope: what a scan can see"): the ``default`` account too must be in scope;
 * ``identity``: the workload-identity binding, or ``""``: the value of

@@ -5,7 +5,7 @@ Every workload gets ``workload.ns``; every Namespace object in scope is also a
 a reserved word in CEL). ``scanner.model.facts`` (``NamespaceFacts``) declares the
 facts. Rules that conclude from something *missing* in a namespace (docs/usage.md,
 "Scope: what a scan can see") only do so when ``known`` is true: a Namespace object of that
-name is in scope (scanned, or added with ``--context``). ``signatureOptIn`` is there
+name is in scope (scanned, or added with ``--context-path``). ``signatureOptIn`` is there
 because the Sigstore policy-controller only checks opted-in namespaces; for
 ``defaultDeny`` see ``default_deny``; in ``gpuWorkloads`` a controlled pod or
 ReplicaSet counts as its controller (``scanner.model.controllers``).
@@ -60,7 +60,7 @@ def build_namespaces(
     then ``workload.ns`` on every workload."""
     objects: dict[str, KubeObject] = {}
     for obj in index.kind("Namespace"):
-        # A scanned Namespace wins over a --context copy for the joins.
+        # A scanned Namespace wins over a --context-path copy for the joins.
         if obj.name and (obj.name not in objects or objects[obj.name].context_only):
             objects[obj.name] = obj
     policies: dict[str, list[KubeObject]] = {}

@@ -19,11 +19,12 @@ from typing import Any, Final, NamedTuple
 from scanner.config.values import Config
 from scanner.inventory import KubeObject, as_mapping, join_path
 from scanner.model.deviceplugin import Setup
-from scanner.model.facts import NodeFacts, Taint
+from scanner.model.facts import NodeFacts
 from scanner.model.index import ObjectIndex
 from scanner.model.providers import DECLARE, gke
 from scanner.model.providers.declaration import Declaration, items, string_lists, taint
 from scanner.model.quantity import positive_count
+from scanner.model.records import Taint
 from scanner.model.workloads import GPU_RESOURCE
 
 GPU_LABELS_TRUE = (
@@ -89,6 +90,13 @@ def _declaration(
         facts["sharing"] = _combine(mig=bool(declared.mig_profile), shared=shared)
         if declared.mig_profile:
             facts["migProfiles"] = [declared.mig_profile]
+    if declared.replicas:  # settings its nodes boot with, not labels (Bottlerocket)
+        facts["replicas"] = declared.replicas
+    if declared.one_share:
+        facts["oneShare"] = True
+    if declared.rename_shared:
+        facts["renameShared"] = True
+        facts["advertises"] = ["nvidia.com/gpu.shared"]
     if facts["gke"]:
         facts["advertises"] = ["nvidia.com/gpu"]  # GKE exposes slices and shares as nvidia.com/gpu
     return facts

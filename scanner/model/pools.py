@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from scanner.config.values import Config
-from scanner.inventory import KubeObject
-from scanner.model.facts import NodeFacts, PoolFacts, Tenant, WorkloadFacts
+from scanner.inventory import LIVE, KubeObject
+from scanner.model.capacity import SHARED_MODES, largest
+from scanner.model.facts import NodeFacts, PoolFacts, WorkloadFacts
 from scanner.model.labelindex import LabelIndex
-from scanner.model.targeting import required_terms, selects, untolerated
+from scanner.model.records import Tenant
+from scanner.model.targeting import InScope, required_terms, selects, untolerated
 from scanner.model.workloads import Join, Workload
-
-SHARED_MODES = ("time-slicing", "mps", "mig+time-slicing", "mig+mps")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,7 @@ def _pool(name: str, members: list[tuple[KubeObject, NodeFacts]]) -> Pool:
         "skus": sorted({member["sku"] for _, member in members if member["sku"]}),
         "tenants": [],
         "trustDomains": [],
+        "fractionalTrustDomains": [],
     }
     return Pool(members[0][0], facts, tuple(members))
 
@@ -116,6 +117,7 @@ def attach_targets(
     trust_domain: Mapping[str, str],
     others: Sequence[Others] = (),
     unfollowed: dict[str, None] | None = None,
+    dra_served: frozenset[str] = frozenset(),
 ) -> Join:
     """Give every workload its ``targets`` (none unless it is a GPU workload),
     ``nonGpuMatches`` and ``diagnosis``, and every pool its ``tenants``; a deferred
@@ -135,7 +137,7 @@ def attach_targets(
     than ``MAX_REACH`` pools is not followed (``poolsKnown`` false): its
     ``Kind namespace/name`` goes into ``unfollowed``.
     """
-    targeting = _Targeting(pools, config, trust_domain, others)
+    targeting = _Targeting(pools, config, trust_domain, others, dra_served)
     if unfollowed is not None:
         targeting.unfollowed = unfollowed
     complete = []
@@ -145,6 +147,7 @@ def attach_targets(
         else:  # instance facts (INSTANCE_FACTS); the targets come with the rest
             targeting.place(workload.facts)
     tenants: dict[str, dict[str, Tenant]] = {pool.facts["name"]: {} for pool in pools}
+    fractional: dict[str, set[str]] = {pool.facts["name"]: set() for pool in pools}
     for workload in complete:
         facts = workload.facts
         targeting.target(facts)
@@ -152,6 +155,8 @@ def attach_targets(
             continue
         for target in facts["targets"]:
             if target["tolerated"] and target["decided"]:
+                if target.get("fractional") and facts["namespace"] in trust_domain:
+                    fractional[target["pool"]].add(facts["trustDomain"])
                 tenant = tenants[target["pool"]].setdefault(
                     facts["namespace"],
                     {
@@ -170,6 +175,7 @@ def attach_targets(
         pool.facts["trustDomains"] = sorted(
             {t["trustDomain"] for t in pool.facts["tenants"] if t["namespace"] in trust_domain}
         )
+        pool.facts["fractionalTrustDomains"] = sorted(fractional[pool.facts["name"]])
     targeting.finish()
     for workload in complete:
         workload.facts["diagnosis"] = diagnose(workload.facts)
@@ -204,8 +210,16 @@ class _Targeting:
         config: Config,
         trust_domain: Mapping[str, str],
         others: Sequence[Others] = (),
+        dra_served: frozenset[str] = frozenset(),
     ) -> None:
         self.known = bool(pools)
+        self.dra_served = dra_served
+        """Extended resource names DRA allocates (``dra.extended_resources``): never missing."""
+        members = [m for pool in pools for m in pool.members]
+        members += [m for group in others for m in group.members]
+        live = any(obj.origin.source_type == LIVE for obj, _ in members)
+        self.in_scope = None if live else InScope(k for _, m in members for k in m["labels"])
+        """The label keys in scope, to tell pools declared outside a scan (targeting.py)."""
         self.indexes = [_PoolIndex(pool) for pool in pools]
         self.by_label = LabelIndex([[member for _, member in pool.members] for pool in pools])
         """Which pools a selection may reach, so that it is checked against those only."""
@@ -226,7 +240,11 @@ class _Targeting:
 
     def place(self, facts: WorkloadFacts) -> None:
         """Set ``poolsKnown`` and ``trustDomain`` on one workload's facts."""
-        facts["poolsKnown"] = self.known and self._followed(facts)
+        facts["poolsKnown"] = (
+            self.known
+            and self._followed(facts)
+            and not (facts["gpu"] and self.in_scope and self.in_scope.outside(facts["podSpec"]))
+        )
         facts["trustDomain"] = self.trust_domain.get(facts["namespace"], facts["namespace"])
 
     def _followed(self, facts: Mapping[str, Any]) -> bool:
@@ -251,7 +269,8 @@ class _Targeting:
         if not facts["gpu"] or not facts["poolsKnown"] or facts.get("queuedPlacement"):
             return
         requested = sorted({entry["name"] for entry in facts["gpuResources"]})
-        key = _selection_key(facts["podSpec"], facts["tolerations"], requested)
+        is_fractional = facts["gpuSharing"]["mode"] == "fractional"
+        key = _selection_key(facts["podSpec"], facts["tolerations"], requested, is_fractional)
         targets = self.computed.get(key)
         if targets is None:
             keys = _selection_keys(facts["podSpec"])
@@ -260,11 +279,13 @@ class _Targeting:
             targets = self.computed[key] = [
                 target
                 for index in indexes
-                if (target := _target(facts, requested, index, keys, self.config)) is not None
+                if (target := _target(facts, requested, index, keys, self)) is not None
             ]
             if len(targets) == 1:
                 # The one pool the selection may reach: if it runs, it runs there.
                 targets[0]["decided"] = True
+            for target in targets:
+                target["fractional"] = is_fractional
             if self.finished:
                 self._pool_facts(targets)
         facts["targets"] = targets
@@ -291,8 +312,15 @@ class _Targeting:
     def _pool_facts(self, targets: list[dict[str, Any]]) -> None:
         for target in targets:
             pool_facts = self.pools[target["pool"]]
-            target["trustDomains"] = pool_facts["trustDomains"]
-            target["shared"] = pool_facts["shared"]
+            if target["fractional"] and not pool_facts["shared"]:
+                # Fractional tenants share GPUs with each other, whatever the pool
+                # does for whole-GPU tenants.
+                target["trustDomains"] = pool_facts["fractionalTrustDomains"]
+                target["shared"] = bool(pool_facts["fractionalTrustDomains"])
+                target["sharing"] = "fractional"
+            else:
+                target["trustDomains"] = pool_facts["trustDomains"]
+                target["shared"] = pool_facts["shared"]
 
 
 def _group_name(group: Others, obj: KubeObject) -> str:
@@ -400,7 +428,10 @@ class _PoolIndex:
 
 
 def _selection_key(
-    pod_spec: Mapping[str, Any], tolerations: object, requested: Sequence[str]
+    pod_spec: Mapping[str, Any],
+    tolerations: object,
+    requested: Sequence[str],
+    fractional: bool = False,
 ) -> str:
     affinity = pod_spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
@@ -410,7 +441,7 @@ def _selection_key(
         else None
     )
     return json.dumps(
-        [pod_spec.get("nodeSelector"), required, tolerations, list(requested)],
+        [pod_spec.get("nodeSelector"), required, tolerations, list(requested), fractional],
         sort_keys=True,
         default=str,
     )
@@ -449,14 +480,19 @@ def diagnose(facts: Mapping[str, Any]) -> str:
         return f"{', '.join(missing)} not advertised by " + "; ".join(
             f"{t['pool']} ({', '.join(t['advertises'])})" for t in reachable
         )
+    # Only pools whose size is known everywhere they reach: an unknown size may fit.
     for entry in facts["gpuResources"]:
         count, name = entry["limitCount"], entry["name"]
-        sizes = [t["perNode"].get(name, 0) for t in reachable if t["perNode"].get(name, 0) > 0]
+        if any(name not in t["perNode"] for t in reachable):
+            continue
+        sizes = [t["perNode"][name] for t in reachable if t["perNode"][name] > 0]
         if count > 0 and sizes and all(count > size for size in sizes):
             what = "GPUs" if name == "nvidia.com/gpu" else name
             return f"asks for {count} {what} in one container; the largest node has {max(sizes)}"
     for name, counts in facts.get("gpuPodCounts", {}).items():
-        sized = [t for t in reachable if t["perPod"].get(name, 0) > 0]
+        if any(name not in t["perPod"] or name not in t["perNode"] for t in reachable):
+            continue
+        sized = [t for t in reachable if t["perPod"][name] > 0]
         if sized and all(
             counts["pod"] > t["perPod"][name] or counts["container"] > t["perNode"].get(name, 0)
             for t in sized
@@ -472,7 +508,7 @@ def _target(
     requested: Sequence[str],
     index: _PoolIndex,
     keys: frozenset[str],
-    config: Config,
+    targeting: _Targeting,
 ) -> dict[str, Any] | None:
     pool = index.pool
     pod_spec = facts["podSpec"]
@@ -496,7 +532,7 @@ def _target(
     blocked: list[str] = []
     tolerated_members = []
     for _obj, member in selected:
-        ert = config.extended_resource_toleration or bool(member.get("gke"))
+        ert = targeting.config.extended_resource_toleration or bool(member.get("gke"))
         missing = untolerated(member["taints"], tolerations, requested, ert)
         if missing:
             blocked.extend(t for t in missing if t not in blocked)
@@ -513,55 +549,13 @@ def _target(
         "sharing": pool.facts["sharing"],
         "migStrategies": pool.facts["migStrategies"],
         "advertises": advertises,
-        "missingResources": [r for r in requested if not _advertised(r, advertises)],
+        "missingResources": [
+            r for r in requested if r not in targeting.dra_served and not _advertised(r, advertises)
+        ],
         "maxGpusPerNode": max(member["gpuCount"] for member in reachable),
-        "perNode": {name: max(per_node(name, m) for m in reachable) for name in requested},
-        "perPod": {
-            name: max(per_node(name, m, whole_pod=True) for m in reachable) for name in requested
-        },
+        "perNode": largest(requested, reachable),
+        "perPod": largest(requested, reachable, whole_pod=True),
     }
-
-
-def per_node(resource: str, member: Mapping[str, Any], *, whole_pod: bool = False) -> int:
-    """How many ``resource`` one node like ``member`` gives one container; with
-    ``whole_pod``, all the pod's containers together (it has them all). 0 when unknown
-    (PG108).
-
-    Whole GPUs count as what a live Node's status shows (a mixed-strategy node
-    advertises its GPUs less those split into slices), else the node's GPUs
-    (``gpuCount``). A MIG slice is known only
-    from what a Node's status shows, for a GPU's slice count depends on its model,
-    not just on the profile (``all-1g.10gb`` makes 7 on an H100, 4 on an A100 40GB).
-    Slices are ``nvidia.com/mig-*``, and ``nvidia.com/gpu`` on a MIG node that
-    advertises no ``nvidia.com/mig-*`` (the single strategy, GKE's partitions). A
-    time-sliced or MPS node advertises each GPU once per replica, but gives one
-    container one replica under MPS or ``failRequestsGreaterThanOne``.
-    """
-    mig_backed = resource.startswith("nvidia.com/mig-") or (
-        "mig" in member["sharing"]
-        and not any(name.startswith("nvidia.com/mig-") for name in member["advertises"])
-    )
-    if mig_backed:
-        return int(member["resourceCounts"].get(resource, 0))
-    if member["sharing"] in SHARED_MODES:
-        # One replica per container under MPS or failRequestsGreaterThanOne; else each
-        # GPU is advertised ``replicas`` times: what a live Node's status shows, else
-        # the GPUs times the replicas, else (replicas unknown) the GPUs.
-        if member.get("oneShare") and not whole_pod:
-            return 1
-        seen = member["resourceCounts"].get(resource, 0)
-        shares = member["gpuCount"] * member.get("replicas", 0)
-        return min(int(seen or shares or member["gpuCount"]), _MOST)
-    # What a live Node advertises (none: 0, unknown here; PG106 and PG601 say why): under
-    # the mixed strategy, its GPUs less those split.
-    if member.get("statusKnown"):
-        return int(member["resourceCounts"].get(resource, 0))
-    return int(member["gpuCount"])
-
-
-_MOST = 2**31
-"""Counts from labels are bounded: a product past int64 would fail every rule reading
-it (CEL integers are int64), and no node has more of anything."""
 
 
 def _advertised(resource: str, advertises: Sequence[str]) -> bool:

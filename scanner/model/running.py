@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scanner.inventory import KubeObject, is_mapping
+from scanner.model.capacity import SHARED_MODES
 from scanner.model.facts import NodeFacts, WorkloadFacts
-from scanner.model.pools import SHARED_MODES
 from scanner.model.workloads import Workload
 
 

@@ -112,7 +112,7 @@ Hits = tuple[tuple[ImagePolicy, ...], tuple[tuple[KyvernoRule, Verification], ..
 
 @dataclass(frozen=True, slots=True)
 class SignaturePolicies:
-    """Every signature policy in scope (scanned or ``--context``)."""
+    """Every signature policy in scope (scanned or ``--context-path``)."""
 
     image_policies: tuple[ImagePolicy, ...]
     kyverno_rules: tuple[KyvernoRule, ...]

@@ -19,6 +19,15 @@ Feature Discovery add when a node joins (``kubernetes.io/os``, ``topology.kubern
 that the declaration does not list is undecided, so it matches: "selects no GPU pool,
 it will stay Pending" must rest on labels the declaration does decide. Live Nodes
 carry every label and are matched exactly.
+
+Pools declared outside the scan. A ``scan`` sees the declarations in its paths only;
+a workload may select a pool declared elsewhere (another repository, Terraform). When
+its required selection names a label no node or declaration in scope carries (a
+``team-pool`` no declaration lists, ``cloud.google.com/gke-nodepool`` with no GKE
+pool in scope), the scan cannot see the pool it selects: its pools are unknown
+(``outside_scan``), and no rule about its pools judges it. A label some declaration
+in scope carries (``sku``, ``pool``) decides: ``sku: b200`` that no pool has is a
+selection that matches nothing. A live cluster shows every node: never outside.
 """
 
 from __future__ import annotations
@@ -57,6 +66,59 @@ RUNTIME_DOMAINS: Final = (
 )
 """Label domains whose keys the autoscaler, the cloud provider or GPU/Node Feature
 Discovery set on nodes at runtime."""
+
+
+PROVIDER_DOMAINS: Final = (
+    ("cloud.google.com/",),
+    ("karpenter.sh/", "karpenter.k8s.aws/"),
+    ("eks.amazonaws.com/",),
+    ("kubernetes.azure.com/", "karpenter.azure.com/"),
+    ("cluster.x-k8s.io/",),
+)
+"""Label domains one provider puts on its nodes: in scope when one of its nodes or
+declarations is (each carries its provider's pool label), else its pools are not."""
+
+
+class InScope:
+    """The node label keys the nodes and declarations in scope carry, to tell a
+    selection of a pool declared outside the scan (``outside``; module docstring)."""
+
+    __slots__ = ("groups", "keys")
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = frozenset(keys)
+        self.groups = frozenset(
+            group for group in PROVIDER_DOMAINS if any(k.startswith(group) for k in self.keys)
+        )
+
+    def outside(self, pod_spec: Mapping[str, Any]) -> bool:
+        """Whether the pod's required node selection names a label no node or
+        declaration in scope carries. Generic runtime labels (``kubernetes.io/os``, GPU
+        Feature Discovery's) come with every node, and a label asked to be absent
+        (``NotIn``, ``DoesNotExist``) decides nothing."""
+        node_selector = pod_spec.get("nodeSelector")
+        if isinstance(node_selector, Mapping) and any(
+            self._unseen(str(key)) for key in node_selector
+        ):
+            return True
+        for term in required_terms(pod_spec) or ():
+            expressions = term.get("matchExpressions")
+            for expression in expressions if isinstance(expressions, list) else ():
+                if (
+                    isinstance(expression, Mapping)
+                    and expression.get("operator") in ("In", "Exists", "Gt", "Lt")
+                    and self._unseen(str(expression.get("key", "")))
+                ):
+                    return True
+        return False
+
+    def _unseen(self, key: str) -> bool:
+        if key in self.keys:
+            return False
+        group = next((g for g in PROVIDER_DOMAINS if key.startswith(g)), None)
+        if group is not None:
+            return group not in self.groups
+        return not runtime_label(key)
 
 
 class _Undecided:

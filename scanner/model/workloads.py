@@ -35,6 +35,7 @@ from scanner.model.facts import WorkloadFacts, table
 from scanner.model.index import ObjectIndex
 from scanner.model.quantity import is_zero, positive_count
 from scanner.model.selectors import label_value
+from scanner.model.sharing import gpu_sharing
 from scanner.model.targeting import required_terms
 
 GPU_RESOURCE = re.compile(
@@ -75,7 +76,11 @@ class Workload(NamedTuple):
             template = deferred.template
             self.facts.update(
                 template_facts(
-                    template.spec, template.metadata, template.path, template.container_fields
+                    template.spec,
+                    template.metadata,
+                    template.path,
+                    template.container_fields,
+                    template.gpu_node_selector,
                 )
             )
             for join in deferred.joins:
@@ -161,7 +166,13 @@ def build_workloads(
         deferred = None
         if top is not None and later is not None:
             facts = instance_facts(
-                obj, template.spec, template.path, template.template, template.container_fields, dra
+                obj,
+                template.spec,
+                template.path,
+                template.template,
+                template.container_fields,
+                dra,
+                template.metadata,
             )
             deferred = Deferred(template, later)
         else:
@@ -172,6 +183,7 @@ def build_workloads(
                 template.path,
                 template=template.template,
                 container_fields=template.container_fields,
+                gpu_node_selector=template.gpu_node_selector,
                 dra=dra,
             )
         if top is not None:
@@ -191,12 +203,18 @@ def instance_facts(
     template: str = "",
     container_fields: tuple[str, ...] = (),
     dra: DraResolver | None = None,
+    pod_meta: Mapping[str, Any] | None = None,
 ) -> WorkloadFacts:
-    """The facts every workload gets at once (see the module docstring)."""
+    """The facts every workload gets at once (see the module docstring). ``pod_meta``:
+    the pod template's metadata (a Pod's own when None)."""
     ref = obj.ref  # the identity, read once
     namespace = ref.namespace
     dra_claims = (dra or DraResolver()).claims(pod_spec, path, namespace or "default")
     gpu_via_dra = bool(dra_claims) and any(claim["gpu"] for claim in dra_claims)
+    uses_gpu = gpu_via_dra or _uses_gpu(pod_spec, container_fields)
+    sharing = gpu_sharing(
+        pod_spec, obj.metadata if pod_meta is None else pod_meta, path, uses_gpu, dra_claims
+    )
     return {
         "apiVersion": ref.api_version,
         "kind": ref.kind,
@@ -206,8 +224,9 @@ def instance_facts(
         "template": template,
         "podSpec": pod_spec,
         "podSpecPath": path,
-        "gpu": gpu_via_dra or _uses_gpu(pod_spec, container_fields),
+        "gpu": uses_gpu or sharing["mode"] == "fractional",
         "gpuViaDra": gpu_via_dra,
+        "gpuSharing": sharing,
         "draClaims": dra_claims,
         "pending": ref.kind == "Pod" and _phase(obj.body) == "Pending",
         "controlled": False,  # build_workloads sets them from scanner.model.controllers
@@ -223,16 +242,19 @@ def workload_facts(
     *,
     template: str = "",
     container_fields: tuple[str, ...] = (),
+    gpu_node_selector: tuple[tuple[str, str], ...] = (),
     dra: DraResolver | None = None,
 ) -> WorkloadFacts:
     """The CEL ``workload`` of one pod template (see the module docstring), before the
     model's joins.
 
     ``container_fields`` are pod-spec keys holding one container inline (KServe's
-    ``predictor.model``); ``dra`` resolves the pod's resource claims.
+    ``predictor.model``); ``gpu_node_selector`` what a webhook adds to the
+    ``nodeSelector`` of a pod asking for ``nvidia.com/gpu`` (``PodTemplate``);
+    ``dra`` resolves the pod's resource claims.
     """
-    facts = instance_facts(obj, pod_spec, path, template, container_fields, dra)
-    facts.update(template_facts(pod_spec, pod_meta, path, container_fields))
+    facts = instance_facts(obj, pod_spec, path, template, container_fields, dra, pod_meta)
+    facts.update(template_facts(pod_spec, pod_meta, path, container_fields, gpu_node_selector))
     return facts
 
 
@@ -241,10 +263,19 @@ def template_facts(
     pod_meta: Mapping[str, Any],
     path: str,
     container_fields: tuple[str, ...] = (),
+    gpu_node_selector: tuple[tuple[str, str], ...] = (),
 ) -> WorkloadFacts:
     """The facts of a pod template that are not instance facts."""
     containers = list(_containers(pod_spec, path, container_fields))
     gpu_resources = [entry for container in containers for entry in _gpu_entries(container)]
+    selected = selected_labels(pod_spec)
+    if gpu_node_selector and any(
+        entry["name"] == "nvidia.com/gpu" and entry["hasLimit"]
+        for entry in gpu_resources
+        if entry["containerPath"] in _listed_containers(containers)
+    ):
+        for key, value in gpu_node_selector:
+            selected[key] = _narrowed(selected.get(key), [value])
     return {
         "podLabels": _string_map(pod_meta.get("labels")),
         "podAnnotations": _string_map(pod_meta.get("annotations")),
@@ -255,9 +286,15 @@ def template_facts(
         "serviceAccountName": _text(
             pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
         ),
-        "selectedLabels": selected_labels(pod_spec),
+        "selectedLabels": selected,
         "tolerations": [t for t in _list(pod_spec.get("tolerations")) if is_mapping(t)],
     }
+
+
+def _listed_containers(containers: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Paths of the pod's main containers (``spec.containers`` and inline ones): the ones
+    KServe's webhook looks at."""
+    return {c["path"] for c in containers if c["type"] == "container"}
 
 
 def _phase(body: Mapping[str, Any]) -> object:

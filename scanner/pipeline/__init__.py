@@ -14,13 +14,14 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scanner import __version__
 from scanner.cel import Engine, get_engine
 from scanner.config import file as configfile
 from scanner.config.gitref import relative
 from scanner.config.values import Config
+from scanner.console import ProgressPrinter
 from scanner.errors import UsageError
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
@@ -46,6 +47,7 @@ from scanner.ruleset.load import (
     load_rules,
     select,
 )
+from scanner.ruleset.names import RuleNames
 from scanner.runtime.deadline import Deadline
 from scanner.sources.files import (
     DEFAULT_MAX_FILE_SIZE,
@@ -56,6 +58,9 @@ from scanner.sources.files import (
 )
 from scanner.sources.rendered import RenderOptions, render_directories
 from scanner.sources.yaml.document import collector_paused, parse_plain
+
+if TYPE_CHECKING:
+    from scanner.config.excludes import PathGlob
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,31 +89,36 @@ class Ruleset:
     config: Config
     known: frozenset[str] = frozenset()
     """Ids of every loaded rule, selected or not (suppressions may name any of them)."""
+    names: RuleNames | None = None
+    """Ids and names of every loaded rule (``known`` with names), for suppressions."""
 
 
 def load_ruleset(options: ScanOptions) -> Ruleset:
-    """Load and compile the rules a run uses; unknown ``--enable/--disable`` ids fail here."""
+    """Load and compile the rules a run uses; unknown ``--enable/--disable`` rules (ids
+    or names, ``scanner.ruleset.names``) and config rule keys fail here."""
     engine = get_engine(options.engine)
     directories = [bundled_rules_dir()] if options.include_bundled else []
     directories.extend(Path(directory) for directory in options.config.rule_dirs)
     directories.extend(options.rule_dirs)
     rules = load_rules(directories, engine, options.config, options.rule_texts)
-    known = {rule.id for rule in rules}
-    unknown = sorted((set(options.enable) | set(options.disable)) - known)
-    if unknown:
-        raise UsageError(f"unknown rule id {', '.join(unknown)}", hint="see `poolgate rules list`")
-    configfile.check_rule_overrides(options.config, {rule.id: rule.defaults for rule in rules})
-    selected = rules if options.enable_all else select(rules, options.enable, options.disable)
+    names = RuleNames.of(rule.doc for rule in rules)
+    enable = names.require(options.enable, "--enable")
+    disable = names.require(options.disable, "--disable")
+    config = names.configured(options.config)
+    configfile.check_rule_overrides(
+        config, {rule.id: rule.defaults for rule in rules}, names.suggestion
+    )
+    selected = rules if options.enable_all else select(rules, enable, disable)
     if not options.enable_all:
         other_mode = {rule.id for rule in rules if options.mode not in rule.modes}
-        elsewhere = sorted(set(options.enable) & other_mode)
+        elsewhere = sorted(set(enable) & other_mode)
         if elsewhere:
             raise UsageError(
                 f"{', '.join(elsewhere)} cannot run in {options.mode}",
                 hint="see the rule's modes in `poolgate rules show`",
             )
         selected = [rule for rule in selected if options.mode in rule.modes]
-    return Ruleset(engine, selected, options.config, frozenset(known))
+    return Ruleset(engine, selected, config, frozenset(names.ids), names)
 
 
 def scan_paths(
@@ -121,16 +131,21 @@ def scan_paths(
     render: RenderOptions | None = None,
     now: datetime.datetime | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    exclude: Sequence[str] = (),
+    progress: ProgressPrinter | None = None,
 ) -> Report:
     """Scan manifest paths (``-`` is stdin) with ``ruleset``.
 
     ``context`` paths add objects the model joins with but no rule reports on.
     Helm charts and Kustomizations found under ``paths`` are rendered (``render``).
+    ``exclude`` patterns (``--exclude``) leave out paths besides the config's.
+    ``progress`` is told each stage as it starts and ends (``scan --progress``).
     """
     root = repo_root or find_repo_root(Path.cwd())
     check_context_paths(context)
     render_roots: list[Path] = []
-    excluded = not_manifests(ruleset.config)
+    excluded = not_manifests(ruleset.config, exclude, root)
+    _began(progress, "reading files")
     inventory = load_paths(
         paths,
         root,
@@ -139,23 +154,40 @@ def scan_paths(
         max_file_size=max_file_size,
         excluded=excluded,
     )
+    _ended(progress, "read", f"{inventory.files:,} files, {len(inventory.objects):,} objects")
     if render_roots:
         options = render or RenderOptions()
-        inventory.extend(
-            render_directories(
-                render_roots, root, options, max_file_size=max_file_size, excluded=excluded
-            )
+        _began(progress, f"rendering {len(render_roots):,} charts and kustomizations")
+        rendered = render_directories(
+            render_roots, root, options, max_file_size=max_file_size, excluded=excluded
         )
+        inventory.extend(rendered)
+        _ended(progress, "rendered", f"{len(rendered.objects):,} objects")
     notes: list[Notification] = []
     if context:
+        _began(progress, "reading --context-path")
         objects, notes = load_context(context, root, inventory, excluded)
         inventory.objects.extend(objects)
+        _ended(progress, "context", f"{len(objects):,} objects")
+    _began(progress, f"evaluating {len(ruleset.rules):,} rules")
     report = evaluate_inventory(inventory, ruleset, root, notes, now=now)
+    found = f"{report.stats.subjects:,} subjects, {len(report.findings):,} findings"
+    _ended(progress, "evaluated", found)
     scanned = Scanned(
         paths=tuple(shown_path(path, root) for path in paths),
         context_paths=tuple(shown_path(path, root) for path in context),
     )
     return replace(report, scanned=scanned)
+
+
+def _began(progress: ProgressPrinter | None, label: str) -> None:
+    if progress is not None:
+        progress.step(label)
+
+
+def _ended(progress: ProgressPrinter | None, label: str, outcome: str) -> None:
+    if progress is not None:
+        progress.done(label, outcome)
 
 
 def shown_path(path: str, root: Path) -> str:
@@ -169,19 +201,36 @@ def shown_path(path: str, root: Path) -> str:
     return inside or "."
 
 
-def not_manifests(config: Config) -> Excluded:
+def not_manifests(
+    config: Config, exclude: Sequence[str] = (), root: Path | None = None
+) -> Excluded:
     """What a scan never reads as an object: configuration files, by their usual name
-    wherever they are, and the one in use (``--config``) whatever its name."""
-    return Excluded.of([configfile.CONFIG_FILE_NAME], [config.source] if config.source else [])
+    wherever they are, and the one in use (``--config``) whatever its name; and the
+    paths the config's ``exclude`` and ``exclude`` (``--exclude``) match under ``root``.
+    The config's patterns were checked when it loaded; a bad ``--exclude`` is a usage
+    error."""
+    patterns: Sequence[PathGlob] = ()
+    if config.exclude or exclude:
+        from scanner.config import excludes  # only a run with patterns needs them
+
+        try:
+            patterns = excludes.compile_all([*config.exclude, *exclude])
+        except excludes.PatternError as error:
+            raise UsageError(f"--exclude {error}", hint="see docs/usage.md, --exclude") from None
+    return Excluded.of(
+        [configfile.CONFIG_FILE_NAME], [config.source] if config.source else [], patterns, root
+    )
 
 
 def check_context_paths(paths: Sequence[str]) -> None:
-    """Fail before reading anything when a ``--context`` path is unusable."""
+    """Fail before reading anything when a ``--context-path`` path is unusable."""
     for path in paths:
         if path == "-":
-            raise UsageError("--context cannot read standard input", hint="name a file")
+            raise UsageError("--context-path cannot read standard input", hint="name a file")
         if not os.path.exists(path):
-            raise UsageError(f"--context {path}: no such file or directory", hint="check the path")
+            raise UsageError(
+                f"--context-path {path}: no such file or directory", hint="check the path"
+            )
 
 
 def load_context(
@@ -190,7 +239,7 @@ def load_context(
     scanned: Inventory,
     excluded: Excluded = NOTHING_EXCLUDED,
 ) -> tuple[list[KubeObject], list[Notification]]:
-    """Objects from ``--context`` paths (marked ``context_only``) and notes about them.
+    """Objects from ``--context-path`` paths (marked ``context_only``) and notes about them.
 
     Files that are also scanned are left out (their objects are reported on). A
     context document that does not parse makes the run incomplete; other invalid
@@ -291,7 +340,7 @@ def _evaluate_model(
         findings,
         inventory.reportable(),
         ruleset.config,
-        known_rules=ruleset.known or set(by_id),
+        known_rules=ruleset.names or RuleNames.of_ids(ruleset.known or by_id),
         invalid_level=invalid_rule.doc.level if invalid_rule is not None else None,
         repo_root=repo_root,
     )
@@ -309,6 +358,7 @@ def _evaluate_model(
             skipped_documents=inventory.skipped,
             subjects=evaluation.subjects,
             unfinished=evaluation.unfinished,
+            excluded=inventory.excluded,
         ),
         fleet=fleet.summarize(model.pools, model.namespaces),
         generated_at=report_time(os.environ),
@@ -402,6 +452,23 @@ def apply_baseline(report: Report, known: baseline.Recorded) -> Report:
     """
     kept, dropped = baseline.split(report.findings, known, INCOMPLETE_RULES)
     return replace(report, findings=kept, stats=replace(report.stats, baselined=dropped))
+
+
+def hide_below(report: Report, level: Level) -> Report:
+    """``report`` without the violations below ``level`` (``--min-level``), counted in
+    ``stats.hidden``. Rule errors and unread documents (PG001) stay whatever their
+    level: they say the run is incomplete, and hiding them would turn exit 3 into 0."""
+    if level is Level.NOTE:
+        return report
+    kept = [
+        finding
+        for finding in report.findings
+        if finding.level >= level
+        or finding.outcome is Outcome.ERROR
+        or finding.rule_id in INCOMPLETE_RULES
+    ]
+    hidden = len(report.findings) - len(kept)
+    return replace(report, findings=kept, stats=replace(report.stats, hidden=hidden))
 
 
 def exit_code(report: Report, fail_on: str) -> int:

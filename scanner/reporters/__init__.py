@@ -4,7 +4,8 @@ Each reporter is ``write(report, stream)``; modules are imported only when
 their format is asked for, so ``sarif_om`` costs nothing on a text run. The
 reports for people (text, GitHub, HTML) also take a ``Display``: how to show the
 run, which is the reader's choice and not part of what the run found. The
-machine formats (JSON, SARIF, JUnit) show everything and take none.
+machine formats (JSON, SARIF) show everything and take none; JUnit takes one for
+``fail_on`` alone, since a CI system paints a failed test red.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ class Display:
     show_suppressed: bool = False
     """List suppressed findings (``--show-suppressed``); they are counted either way."""
     color: bool = False
-    """ANSI colours: the text report on a terminal, unless ``NO_COLOR`` is set."""
+    """ANSI colours (``--color``; by default on a terminal: ``scanner.console.color_on``)."""
     verbose: bool = False
     """Count skipped non-Kubernetes documents in the summary line (``--verbose``)."""
+    fail_on: str = "error"
+    """``--fail-on``: the lowest level that fails the run (``never``: none). JUnit marks
+    only findings at or above it as failures."""
 
     def visible(self, findings: Sequence[Finding]) -> list[Finding]:
         """The findings listed: suppressed ones only with ``show_suppressed``."""
@@ -48,7 +52,7 @@ _MODULES: dict[str, tuple[str, bool]] = {
     "json": ("scanner.reporters.json", False),
     "sarif": ("scanner.reporters.sarif", False),
     "github": ("scanner.reporters.github", True),
-    "junit": ("scanner.reporters.junit", False),
+    "junit": ("scanner.reporters.junit", True),
     "html": ("scanner.reporters.html", True),
     "policyreport": ("scanner.reporters.policyreport", False),
 }

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from scanner.findings.drift import NEW, RESOLVED, UNCHANGED, UNVERIFIED, Drift, counts
+from scanner.findings.records import run_fingerprints
 from scanner.findings.report import Report
 from scanner.reporters import PLAIN, Display, Writer
 
@@ -108,11 +109,13 @@ def _json(report: Report, stream: TextIO, drift: Drift) -> None:
     """The JSON report, written in pieces like any other (scanner/reporters/json.py)."""
     from scanner.reporters import json as json_report
 
+    # The fingerprints the findings have in the report (repeats numbered).
+    prints = dict(zip(map(id, report.findings), run_fingerprints(report.findings), strict=True))
     section = {
         "previous": drift.previous,
         "counts": counts(drift),
-        "new": [finding.fingerprint for finding in drift.new],
-        "unchanged": [finding.fingerprint for finding in drift.unchanged],
+        "new": [prints.get(id(finding), finding.fingerprint) for finding in drift.new],
+        "unchanged": [prints.get(id(finding), finding.fingerprint) for finding in drift.unchanged],
         "resolved": list(drift.resolved),
         "unverified": list(drift.unverified),
     }

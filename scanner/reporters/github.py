@@ -47,6 +47,8 @@ def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
         suppressed_shown=display.show_suppressed,
         skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
+        excluded=report.stats.excluded,
+        hidden=report.stats.hidden,
         incomplete=report.input_errors(),
     )
     if report.policy is not None:

@@ -146,6 +146,8 @@ class _Page:
             objects=report.stats.objects,
             suppressed_shown=self.display.show_suppressed,
             baselined=report.stats.baselined,
+            excluded=report.stats.excluded,
+            hidden=report.stats.hidden,
             incomplete=report.input_errors(),
         )
         sections = ["summary", "drift" if self.drift else "", "fleet", "notifications"]

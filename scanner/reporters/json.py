@@ -6,6 +6,7 @@ findings in the run's deterministic order, indented by 2::
 
     {
       "version": 1,
+      "fingerprintVersion": 2,    # of every finding's "fingerprint"; absent: 1
       "tool": {"name": "poolgate", "version": "0.1.0"},
       "config": {                 # the policy the run used; null when not recorded
         "path": ".poolgate.yaml",           # repository-relative; null: built-in defaults
@@ -26,20 +27,30 @@ findings in the run's deterministic order, indented by 2::
         "ruleErrors": 1,          # rules that could not be evaluated (run incomplete)
         "suppressed": 1,          # suppressed findings of any outcome
         "baselined": 0,           # left out: already in the --baseline file
+        "hidden": 0,              # left out: below --min-level
         "notifications": 1,
-        "files": 4, "objects": 12, "skippedDocuments": 0
+        "files": 4, "objects": 12, "skippedDocuments": 0,
+        "excluded": 0,            # files left out by --exclude / spec.exclude
+        "byRule": [               # the findings counted above, per rule and level,
+          {"ruleId": "PG301", "ruleName": "privileged-outside-operator",
+           "level": "error", "count": 2}       # most severe first, then by id
+        ]
       },
       "findings": [
         {
           "ruleId": "PG301",
+          "ruleName": "privileged-outside-operator",   # "" for a rule the run did not list
           "level": "error",                   # error | warning | note
           "message": "...",
+          "remediation": "...",               # the rule's; "" when not listed
+          "helpUri": "https://...",           # the rule's documentation; "" when not listed
           "outcome": "fail",                  # fail | error (rule could not run)
           "location": {"uri": "k8s/train.yaml", "line": 12, "column": 9,
                        "path": "spec.template.spec.containers[0].securityContext"},
           "object": {"apiVersion": "apps/v1", "kind": "Deployment",
                      "namespace": "ml", "name": "train"},    # or null
-          "fingerprint": "<32 hex digits>",    # stable across line moves
+          "fingerprint": "<32 hex digits>",    # unique in the report, stable across
+                                              # line moves (scanner/findings/records.py)
           "suppression": null                 # or {"kind": "in-source"|"external",
         }                                     #     "justification": "..."}
       ],
@@ -66,7 +77,8 @@ findings in the run's deterministic order, indented by 2::
 
 Unlike the text reporter, every finding is listed, suppressed or not: a
 consumer decides what to show from ``suppression``, exactly as with SARIF.
-Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``.
+Lines and columns are 1-based; ``uri`` is repository-relative or ``cluster://``. An
+object read from a cluster has no position: its ``line`` and ``column`` are null.
 """
 
 from __future__ import annotations
@@ -76,9 +88,15 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TextIO
 
-from scanner.findings.records import Finding, Notification
+from scanner.findings.records import (
+    FINGERPRINT_VERSION,
+    Finding,
+    Notification,
+    run_fingerprints,
+)
 from scanner.findings.report import Report
-from scanner.reporters.tally import tally
+from scanner.reporters.tally import by_rule, tally
+from scanner.ruleset.docs import RuleDoc
 
 SHAPE_VERSION = 1
 
@@ -108,16 +126,21 @@ def write(
     document.update(sections or {})
     text = json.dumps(document, indent=2, ensure_ascii=False)
     findings = report.findings
+    rules = _rules(report)
     if not findings:
         stream.write(text + "\n")
         return
     marks = states or {}
+    prints = run_fingerprints(findings)
     empty = '"findings": []'  # a key: inside a string its quotes would be escaped
     at = text.index(empty)
     stream.write(f'{text[:at]}"findings": [\n')
     for start in range(0, len(findings), WRITE_BATCH):
-        batch = [_finding(finding) for finding in findings[start : start + WRITE_BATCH]]
-        items = ",\n".join(_finding_text(item, marks.get(item["fingerprint"])) for item in batch)
+        end = start + WRITE_BATCH
+        items = ",\n".join(
+            _finding_text(_finding(finding, fingerprint, rules), marks.get(finding.fingerprint))
+            for finding, fingerprint in zip(findings[start:end], prints[start:end], strict=True)
+        )
         stream.write(items if start == 0 else ",\n" + items)
     stream.write(f"\n  ]{text[at + len(empty) :]}\n")
 
@@ -154,13 +177,16 @@ def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
     return (
         "    {\n"
         f'      "ruleId": {text(item["ruleId"])},\n'
+        f'      "ruleName": {text(item["ruleName"])},\n'
         f'      "level": {text(item["level"])},\n'
         f'      "message": {text(item["message"])},\n'
+        f'      "remediation": {text(item["remediation"])},\n'
+        f'      "helpUri": {text(item["helpUri"])},\n'
         f'      "outcome": {text(item["outcome"])},\n'
         '      "location": {\n'
         f'        "uri": {text(location["uri"])},\n'
-        f'        "line": {int(location["line"])},\n'
-        f'        "column": {int(location["column"])},\n'
+        f'        "line": {_position(location["line"])},\n'
+        f'        "column": {_position(location["column"])},\n'
         f'        "path": {text(location["path"])}\n'
         "      },\n"
         f'      "object": {obj},\n'
@@ -171,6 +197,11 @@ def _finding_text(item: dict[str, Any], state: str | None = None) -> str:
     )
 
 
+def _position(value: int | None) -> str:
+    """A line or column: a number, or null for an object of a cluster (no position)."""
+    return "null" if value is None else str(int(value))
+
+
 def _string(value: str) -> str:
     """A JSON string as ``ensure_ascii=False`` writes it (the C encoder json uses)."""
     return encode_basestring(value)
@@ -179,8 +210,17 @@ def _string(value: str) -> str:
 def to_document(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data (for tests and other reporters)."""
     document = _document(report)
-    document["findings"] = [_finding(finding) for finding in report.findings]
+    prints = run_fingerprints(report.findings)
+    rules = _rules(report)
+    document["findings"] = [
+        _finding(finding, fingerprint, rules)
+        for finding, fingerprint in zip(report.findings, prints, strict=True)
+    ]
     return document
+
+
+def _rules(report: Report) -> dict[str, RuleDoc]:
+    return {rule.id: rule for rule in report.rules}
 
 
 def _document(report: Report) -> dict[str, Any]:
@@ -188,6 +228,7 @@ def _document(report: Report) -> dict[str, Any]:
     counts = tally(report.findings)
     return {
         "version": SHAPE_VERSION,
+        "fingerprintVersion": FINGERPRINT_VERSION,
         "tool": {"name": "poolgate", "version": report.tool_version},
         "config": report.policy.as_json() if report.policy is not None else None,
         "summary": {
@@ -198,10 +239,21 @@ def _document(report: Report) -> dict[str, Any]:
             "ruleErrors": counts.rule_errors,
             "suppressed": counts.suppressed,
             "baselined": report.stats.baselined,
+            "hidden": report.stats.hidden,
             "notifications": len(report.notifications),
             "files": report.stats.files,
             "objects": report.stats.objects,
             "skippedDocuments": report.stats.skipped_documents,
+            "excluded": report.stats.excluded,
+            "byRule": [
+                {
+                    "ruleId": row.rule_id,
+                    "ruleName": row.name,
+                    "level": str(row.level),
+                    "count": row.count,
+                }
+                for row in by_rule(report.findings, report.rules)
+            ],
         },
         "findings": [],
         "notifications": [_notification(item) for item in report.notifications],
@@ -209,18 +261,22 @@ def _document(report: Report) -> dict[str, Any]:
     }
 
 
-def _finding(finding: Finding) -> dict[str, Any]:
+def _finding(finding: Finding, fingerprint: str, rules: Mapping[str, RuleDoc]) -> dict[str, Any]:
     ref = finding.ref
     suppression = finding.suppression
+    rule = rules.get(finding.rule_id)
     return {
         "ruleId": finding.rule_id,
+        "ruleName": rule.name if rule is not None else "",
         "level": str(finding.level),
         "message": finding.message,
+        "remediation": rule.remediation if rule is not None else "",
+        "helpUri": rule.uri if rule is not None else "",
         "outcome": finding.outcome.value,
         "location": {
             "uri": finding.location.uri,
-            "line": finding.location.line,
-            "column": finding.location.column,
+            "line": finding.location.line or None,
+            "column": finding.location.column or None,
             "path": finding.location.path,
         },
         "object": None
@@ -231,7 +287,7 @@ def _finding(finding: Finding) -> dict[str, Any]:
             "namespace": ref.namespace,
             "name": ref.name,
         },
-        "fingerprint": finding.fingerprint,
+        "fingerprint": fingerprint,
         "suppression": None
         if suppression is None
         else {"kind": suppression.kind, "justification": suppression.justification},

@@ -18,9 +18,17 @@ The common shape those systems read::
   of that rule on that object, one line each (the schema allows one ``failure``
   per case). A rule with no finding has one passing case, ``no findings``, so
   dashboards show that it ran.
-* A rule that could not be evaluated on an object is an ``error``, not a
-  ``failure``. Suppressed findings are ``skipped`` with their justification.
-  Findings in the baseline are not in the report at all.
+* Only findings at or above ``--fail-on`` are ``failure``s: the report agrees
+  with the exit code, and a job that passed has no red test. A case whose
+  findings are all below it passes, its findings listed in ``system-out``: CI
+  systems (GitLab, Jenkins, Azure Pipelines) show a passed case's output with
+  it, while ``skipped`` would claim the check did not run, and is kept for
+  suppressed findings.
+* A rule that could not be evaluated on an object is an ``error`` (type
+  ``rule-error``), not a ``failure``, and so is a document that could not be read
+  (PG001, type ``incomplete``): like the exit code (3), they say the run is
+  incomplete, whatever ``--fail-on``. Suppressed findings are ``skipped`` with their justification.
+  Findings in the baseline, or below ``--min-level``, are not in the report at all.
 * Notifications (an input that could not be read or rendered) form one more
   suite, ``poolgate``, each an ``error`` case when it makes the run incomplete.
 * Text from manifests is untrusted: characters XML 1.0 cannot carry (C0 controls
@@ -37,8 +45,9 @@ from dataclasses import dataclass, field
 from io import StringIO
 from typing import Final, TextIO
 
-from scanner.findings.records import Finding, Level, Outcome
+from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Outcome
 from scanner.findings.report import Report
+from scanner.reporters import PLAIN, Display
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 NOTIFICATIONS_SUITE = "poolgate"
@@ -53,12 +62,14 @@ class _Case:
     suppressed: list[Finding] = field(default_factory=list)
 
 
-def write(report: Report, stream: TextIO) -> None:
-    """Write one ``<testsuites>`` document with an XML declaration.
+def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
+    """Write one ``<testsuites>`` document with an XML declaration; ``display.fail_on``
+    decides which findings are failures.
 
     Written as text, suite by suite: an element tree of a 100,000-pod audit's findings
     took seconds to build, indent and serialize; the text is the same."""
-    suites = list(_suites(report))
+    threshold = None if display.fail_on == "never" else Level.parse(display.fail_on)
+    suites = list(_suites(report, threshold))
     totals = [sum(suite.counts[i] for suite in suites) for i in range(4)]
     stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     stream.write(f'<testsuites name="poolgate"{_counts(totals)}')
@@ -76,10 +87,10 @@ def write(report: Report, stream: TextIO) -> None:
     stream.write("</testsuites>\n")
 
 
-def build(report: Report) -> ET.Element:
+def build(report: Report, display: Display = PLAIN) -> ET.Element:
     """The report as an element tree (for tests and embedding)."""
     text = StringIO()
-    write(report, text)
+    write(report, text, display=display)
     return ET.fromstring(text.getvalue().partition("\n")[2])
 
 
@@ -102,7 +113,9 @@ class _Suite:
 _FAILURE, _ERROR, _SKIPPED = 1, 2, 3
 
 
-def _suites(report: Report) -> Iterator[_Suite]:
+def _suites(report: Report, threshold: Level | None) -> Iterator[_Suite]:
+    """The suites; ``threshold``: the lowest level of a failure (``None``: no finding
+    fails)."""
     names = {rule.id: rule.name for rule in report.rules}
     by_rule: dict[str, dict[str, _Case]] = {rule.id: {} for rule in report.rules}
     for finding in report.findings:
@@ -111,7 +124,7 @@ def _suites(report: Report) -> Iterator[_Suite]:
         case = cases.setdefault(name, _Case(name, finding.location.uri))
         if finding.suppression is not None:
             case.suppressed.append(finding)
-        elif finding.outcome is Outcome.ERROR:
+        elif finding.outcome is Outcome.ERROR or finding.rule_id in INCOMPLETE_RULES:
             case.errors.append(finding)
         else:
             case.failures.append(finding)
@@ -122,12 +135,18 @@ def _suites(report: Report) -> Iterator[_Suite]:
             suite.add(_testcase(rule_id, "no findings", ""))
         for case in cases.values():
             if case.errors:
-                inner = _problem("error", case.errors + case.failures, "rule-error")
+                errored = any(finding.outcome is Outcome.ERROR for finding in case.errors)
+                kind = "rule-error" if errored else "incomplete"
+                inner = _problem("error", case.errors + case.failures, kind)
                 suite.add(_testcase(rule_id, case.name, case.file, inner), _ERROR)
             elif case.failures:
                 worst = max(finding.level for finding in case.failures)
-                inner = _problem("failure", case.failures, str(worst))
-                suite.add(_testcase(rule_id, case.name, case.file, inner), _FAILURE)
+                if threshold is not None and worst >= threshold:
+                    inner = _problem("failure", case.failures, str(worst))
+                    suite.add(_testcase(rule_id, case.name, case.file, inner), _FAILURE)
+                else:
+                    inner = _output(case.failures, threshold)
+                    suite.add(_testcase(rule_id, case.name, case.file, inner))
             else:  # only suppressed findings
                 first = case.suppressed[0].suppression
                 assert first is not None
@@ -173,8 +192,15 @@ def _problem(tag: str, findings: Sequence[Finding], kind: str) -> str:
     )
 
 
+def _output(findings: Sequence[Finding], threshold: Level | None) -> str:
+    """A passed case's ``system-out``: its findings, and why they do not fail."""
+    why = "--fail-on never" if threshold is None else f"below --fail-on {threshold}"
+    lines = "\n".join([f"{len(findings)} finding(s), {why}:", *map(_finding_line, findings)])
+    return f"      <system-out>{_text(lines)}</system-out>\n"
+
+
 def _finding_line(finding: Finding) -> str:
-    where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
+    where = finding.location.shown()
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
     path = f" ({finding.location.path})" if finding.location.path else ""
     return _clean(f"{where} {label} {finding.message}{path}")

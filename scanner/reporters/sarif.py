@@ -12,10 +12,16 @@ Choices that matter to consumers:
   results whose index is wrong.
 * File URIs are repository-relative, percent-encoded and anchored at
   ``%SRCROOT%`` (declared in ``originalUriBaseIds``) so results land on the right
-  file after checkout; ``cluster://`` URIs of live objects are absolute and carry
-  no base. Every result also names its object as a logical location.
-* ``partialFingerprints["poolgate/v1"]`` is the finding's fingerprint (rule,
-  object identity, field path), so alerts survive edits that only move lines.
+  file after checkout. Every result names its object as a logical location; an
+  object read from a cluster has only that (no file, no lines), with its
+  ``cluster://`` URI in the logical location's ``properties.uri``; a notification
+  about one has that URI as its artifact, absolute and with no base.
+* ``partialFingerprints["poolgate/v2"]`` is the finding's fingerprint in the run
+  (rule, object identity, field path, file and rendered unit, repeats numbered:
+  ``scanner.findings.records``), so alerts survive edits that only move lines, and
+  no two results share one: GitHub merges results with one fingerprint into one
+  alert. (Version 1 left out the file: an object of a kustomize base and of its
+  overlay were one alert.)
 * Suppressed findings stay in the log with ``suppressions``: viewers show them
   as dismissed instead of forgetting them.
 * ``invocations[0].properties`` names the policy the run used and its digests
@@ -39,13 +45,21 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 from urllib.parse import quote, unquote
 
-from scanner.findings.records import INCOMPLETE_RULES, Finding, Level, Notification, Outcome
+from scanner.findings.records import (
+    FINGERPRINT_VERSION,
+    INCOMPLETE_RULES,
+    Finding,
+    Level,
+    Notification,
+    Outcome,
+    run_fingerprints,
+)
 from scanner.findings.report import Report
 from scanner.ruleset.docs import HELP_URI, RuleDoc
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/poolgate/poolgate"
-FINGERPRINT_KEY = "poolgate/v1"
+FINGERPRINT_KEY = f"poolgate/v{FINGERPRINT_VERSION}"
 SRCROOT = "%SRCROOT%"
 _CLUSTER_SCHEME = "cluster://"
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
@@ -76,7 +90,7 @@ def write(report: Report, stream: TextIO, *, states: Mapping[str, str] | None = 
     rules = _descriptors(report)
     index = {rule_id: position for position, (rule_id, _) in enumerate(rules)}
     text = json.dumps(_log(om, report, rules, []), indent=2, ensure_ascii=False)
-    failed = [finding for finding in report.findings if finding.outcome is Outcome.FAIL]
+    failed = _failed(report)
     if not failed:
         stream.write(text + "\n")
         return
@@ -88,8 +102,9 @@ def write(report: Report, stream: TextIO, *, states: Mapping[str, str] | None = 
     stream.write(text[:at] + '"results": [')
     for start in range(0, len(failed), WRITE_BATCH):
         items = []
-        for finding in failed[start : start + WRITE_BATCH]:
-            result = cast(dict[str, JSON], _to_json(_result(om, finding, index[finding.rule_id])))
+        for finding, fingerprint in failed[start : start + WRITE_BATCH]:
+            built = _result(om, finding, index[finding.rule_id], fingerprint)
+            result = cast(dict[str, JSON], _to_json(built))
             state = marks.get(finding.fingerprint) if marks else None
             if state is not None:
                 result["baselineState"] = state
@@ -172,11 +187,16 @@ def build_log(report: Report) -> dict[str, Any]:
     rules = _descriptors(report)
     index = {rule_id: position for position, (rule_id, _) in enumerate(rules)}
     results = [
-        _result(om, finding, index[finding.rule_id])
-        for finding in report.findings
-        if finding.outcome is Outcome.FAIL
+        _result(om, finding, index[finding.rule_id], fingerprint)
+        for finding, fingerprint in _failed(report)
     ]
     return _log(om, report, rules, results)
+
+
+def _failed(report: Report) -> list[tuple[Finding, str]]:
+    """The findings that are results, with their fingerprints in the run."""
+    failed = [finding for finding in report.findings if finding.outcome is Outcome.FAIL]
+    return list(zip(failed, run_fingerprints(failed), strict=True))
 
 
 def _log(
@@ -274,7 +294,7 @@ def _descriptor(om: Any, rule_id: str, rule: RuleDoc | None) -> Any:
     )
 
 
-def _result(om: Any, finding: Finding, rule_index: int) -> Any:
+def _result(om: Any, finding: Finding, rule_index: int, fingerprint: str) -> Any:
     suppressions = None
     if finding.suppression is not None:
         suppressions = [
@@ -290,25 +310,28 @@ def _result(om: Any, finding: Finding, rule_index: int) -> Any:
         level=str(finding.level),
         message=om.Message(text=finding.message),
         locations=[_location(om, finding)],
-        partial_fingerprints={FINGERPRINT_KEY: finding.fingerprint},
+        partial_fingerprints={FINGERPRINT_KEY: fingerprint},
         suppressions=suppressions,
     )
 
 
 def _location(om: Any, finding: Finding) -> Any:
-    logical = None
-    if finding.ref is not None:
-        logical = [
-            om.LogicalLocation(
-                name=finding.ref.name,
-                fully_qualified_name=finding.ref.logical_name,
-                kind="resource",
-            )
-        ]
     where = finding.location
+    if finding.ref is None:
+        return om.Location(physical_location=_physical(om, where.uri, where.line, where.column))
+    live = where.uri.startswith(_CLUSTER_SCHEME)
+    logical = om.LogicalLocation(
+        name=finding.ref.name,
+        fully_qualified_name=finding.ref.logical_name,
+        kind="resource",
+        # An object of a cluster has no file and no region: which cluster it is in.
+        properties={"uri": cluster_uri(where.uri)} if live else None,
+    )
+    if live:
+        return om.Location(logical_locations=[logical])
     return om.Location(
         physical_location=_physical(om, where.uri, where.line, where.column),
-        logical_locations=logical,
+        logical_locations=[logical],
     )
 
 

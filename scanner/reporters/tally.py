@@ -7,10 +7,11 @@ suppressed findings and rule errors out of the finding counts everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scanner.findings.records import Finding, Level, Outcome
+from scanner.ruleset.docs import RuleDoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,33 @@ def tally(findings: Iterable[Finding]) -> Tally:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RuleCount:
+    """The violations of one rule at one level that count (not suppressed)."""
+
+    rule_id: str
+    name: str
+    """The rule's name; empty when the run did not list the rule."""
+    level: Level
+    count: int
+
+
+def by_rule(findings: Iterable[Finding], rules: Sequence[RuleDoc]) -> list[RuleCount]:
+    """Counts per rule (and level), most severe first, then by rule id; the same
+    findings ``tally`` counts as errors, warnings and notes."""
+    names = {rule.id: rule.name for rule in rules}
+    counts: dict[tuple[str, Level], int] = {}
+    for finding in findings:
+        if finding.suppression is None and finding.outcome is Outcome.FAIL:
+            key = (finding.rule_id, finding.level)
+            counts[key] = counts.get(key, 0) + 1
+    rows = [
+        RuleCount(rule_id, names.get(rule_id, ""), level, count)
+        for (rule_id, level), count in counts.items()
+    ]
+    return sorted(rows, key=lambda row: (-row.level, row.rule_id))
+
+
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """``1 error``, ``2 errors``; ``nouns`` for irregular plurals."""
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
@@ -67,12 +95,16 @@ def summary_line(
     skipped_documents: int | None = None,
     baselined: int = 0,
     incomplete: int = 0,
+    excluded: int = 0,
+    hidden: int = 0,
 ) -> str:
     """One line a person reads last: what was found, where, and what was left out.
 
     ``skipped_documents`` is given only in verbose mode; ``None`` leaves it out.
     ``incomplete``: error notifications (an input not read or rendered, a kind not
     listed), so "no findings" never reads as a clean run about what was not seen.
+    ``excluded``: files the exclude patterns left out; ``hidden``: findings below
+    ``--min-level``. Both are said, so what a report leaves out is never silent.
     """
     if counts.findings:
         parts = [
@@ -97,6 +129,10 @@ def summary_line(
         extras.append(f"{plural(counts.suppressed, 'suppressed finding')} {shown}")
     if baselined:
         extras.append(f"{plural(baselined, 'finding')} in the baseline hidden")
+    if hidden:
+        extras.append(f"{plural(hidden, 'finding')} below --min-level hidden")
+    if excluded:
+        extras.append(f"{plural(excluded, 'file')} excluded")
     if counts.rule_errors:
         extras.append(f"{plural(counts.rule_errors, 'rule error')} (results incomplete)")
     if incomplete:

@@ -4,15 +4,24 @@ Layout::
 
     k8s/train.yaml
     k8s/train.yaml:12:9 error PG301 container "cuda" runs privileged
+      privileged-outside-operator: poolgate rules show PG301
     k8s/train.yaml:30:5 rule-error PG204 could not evaluate: no such key: sku
+      untolerated-gpu-taint: poolgate rules show PG204
 
     poolgate: warning: k8s/secret.yaml: cannot read: permission denied
+
+    RULE   NAME                         LEVEL  FINDINGS
+    PG301  privileged-outside-operator  error  1
 
     config: .poolgate.yaml (work tree), sha256 9f86d081...
     1 finding (1 error) in 4 files, 12 objects; 1 rule error (results incomplete)
 
 Findings are grouped under their file so a long run stays scannable, yet each
-line repeats ``uri:line:col`` so editors and terminals can jump to it. Rule
+line repeats ``uri:line:col`` so editors and terminals can jump to it; the
+indented line under it names the rule and where to read about it (``poolgate
+rules show``: the rule's documentation, its remediation and its CEL, offline and
+for user rules too). Before the closing lines, the findings that count are
+counted per rule, most severe first. Rule
 errors say ``rule-error`` instead of a level: a rule that could not run is not
 a verdict on the manifest. The line before the summary names the configuration
 the run used, where it came from and its SHA-256 (``scanner.config.provenance``).
@@ -24,27 +33,19 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from scanner.console import paint as _paint_style
 from scanner.errors import printable
 from scanner.findings.records import Finding, Notification, Outcome
 from scanner.findings.report import Report
 from scanner.reporters import PLAIN, Display
-from scanner.reporters.tally import summary_line, tally
-
-_RESET = "\x1b[0m"
-_STYLES = {
-    "error": "\x1b[31m",  # red
-    "warning": "\x1b[33m",  # yellow
-    "note": "\x1b[36m",  # cyan
-    "rule-error": "\x1b[35m",  # magenta
-    "header": "\x1b[1m",  # bold
-    "suppressed": "\x1b[2m",  # dim
-}
+from scanner.reporters.tally import RuleCount, by_rule, summary_line, tally
 
 
 def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
     """Write findings grouped by file, then notifications, the config used and a
     one-line summary."""
     paint = _Paint(display.color)
+    names = {rule.id: rule.name for rule in report.rules}
     groups: dict[str, list[Finding]] = {}
     for finding in display.visible(report.findings):
         groups.setdefault(finding.location.uri, []).append(finding)
@@ -54,12 +55,16 @@ def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
         stream.write(paint("header", printable(uri, line_start=True)) + "\n")
         for finding in findings:
             stream.write(_finding_line(finding, paint) + "\n")
+            stream.write(paint("help", _help_line(finding, names)) + "\n")
     if groups and report.notifications:
         stream.write("\n")
     for notification in report.notifications:
         stream.write(_notification_line(notification, paint) + "\n")
     if groups or report.notifications:
         stream.write("\n")
+    rows = by_rule(report.findings, report.rules)
+    if rows:
+        stream.write("".join(line + "\n" for line in _rule_table(rows)) + "\n")
     if report.policy is not None:
         stream.write(safe(report.policy.summary()) + "\n")
     counts = tally(report.findings)
@@ -70,6 +75,8 @@ def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
         suppressed_shown=display.show_suppressed,
         skipped_documents=report.stats.skipped_documents if display.verbose else None,
         baselined=report.stats.baselined,
+        excluded=report.stats.excluded,
+        hidden=report.stats.hidden,
         incomplete=report.input_errors(),
     )
     style = "error" if counts.errors else "warning" if counts.findings else "header"
@@ -77,7 +84,7 @@ def write(report: Report, stream: TextIO, *, display: Display = PLAIN) -> None:
 
 
 def _finding_line(finding: Finding, paint: _Paint) -> str:
-    where = f"{finding.location.uri}:{finding.location.line}:{finding.location.column}"
+    where = finding.location.shown()
     label = "rule-error" if finding.outcome is Outcome.ERROR else str(finding.level)
     where = printable(where, line_start=True)  # a file named ::error ... starts the line
     line = f"{where} {paint(label, label)} {finding.rule_id} {safe(finding.message)}"
@@ -85,6 +92,25 @@ def _finding_line(finding: Finding, paint: _Paint) -> str:
         note = f"[suppressed {finding.suppression.kind}: {finding.suppression.justification}]"
         line += " " + paint("suppressed", safe(note))
     return line
+
+
+def _help_line(finding: Finding, names: dict[str, str]) -> str:
+    """Where to read about the finding's rule: its documentation, remediation and CEL."""
+    command = f"poolgate rules show {safe(finding.rule_id)}"
+    name = names.get(finding.rule_id)
+    return f"  {safe(name)}: {command}" if name else f"  see {command}"
+
+
+def _rule_table(rows: list[RuleCount]) -> list[str]:
+    """The findings that count, per rule: id, name, level and count, aligned."""
+    table = [("RULE", "NAME", "LEVEL", "FINDINGS")]
+    table += [(safe(r.rule_id), safe(r.name), str(r.level), str(r.count)) for r in rows]
+    widths = [max(len(row[column]) for row in table) for column in range(3)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+        + f"  {row[3]}"
+        for row in table
+    ]
 
 
 def _notification_line(notification: Notification, paint: _Paint) -> str:
@@ -105,15 +131,14 @@ def _notification_line(notification: Notification, paint: _Paint) -> str:
 
 
 class _Paint:
-    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+    """Wraps text in ANSI styles (``scanner.console.STYLES``), or leaves it alone when
+    colour is off."""
 
     def __init__(self, enabled: bool) -> None:
         self._enabled = enabled
 
     def __call__(self, style: str, text: str) -> str:
-        if not self._enabled:
-            return text
-        return f"{_STYLES[style]}{text}{_RESET}"
+        return _paint_style(style, text, self._enabled)
 
 
 def safe(text: str) -> str:

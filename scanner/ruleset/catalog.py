@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from scanner.model.facts import Declared, Variable
 
 
-def render_list(rules: Sequence[Rule], fmt: str) -> str:
+def render_list(
+    rules: Sequence[Rule], fmt: str, configured_off: frozenset[str] = frozenset()
+) -> str:
+    """The catalog of ``rules`` as a table, JSON or Markdown. Levels and enablement are
+    the rules' own, as a config set them; ``configured_off``: the ids a config turned off."""
     if fmt == "json":
         rows = [
             {
@@ -32,6 +36,8 @@ def render_list(rules: Sequence[Rule], fmt: str) -> str:
                 "name": rule.doc.name,
                 "level": str(rule.doc.level),
                 "enabled": rule.enabled,
+                "modes": [mode for mode in MODES if mode in rule.modes],
+                "tags": list(rule.doc.tags),
                 "subject": rule.doc.subject,
                 "summary": rule.doc.summary,
             }
@@ -40,24 +46,32 @@ def render_list(rules: Sequence[Rule], fmt: str) -> str:
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "markdown":
         return render_markdown(rules)
+    ids = [printable(rule.id) for rule in rules]
     names = [printable(rule.doc.name) for rule in rules]
+    id_width = max((len(text) for text in ids), default=2)
     width = max((len(name) for name in names), default=4)
-    lines = [f"{'ID':<6} {'LEVEL':<7} {'NAME':<{width}} SUMMARY"]
-    for rule, name in zip(rules, names, strict=True):
-        off = "" if rule.enabled else " (off by default)"
+    lines = [f"{'ID':<{id_width}} {'LEVEL':<7} {'NAME':<{width}} SUMMARY"]
+    for rule, shown_id, name in zip(rules, ids, names, strict=True):
+        marks = [] if "scan" in rule.modes else ["audit only"]
+        if not rule.enabled:
+            marks.append("off in config" if rule.id in configured_off else "off by default")
+        suffix = "".join(f" ({mark})" for mark in marks)
         lines.append(
-            f"{printable(rule.id):<6} {rule.doc.level!s:<7} {name:<{width}} "
-            f"{printable(rule.doc.summary)}{off}"
+            f"{shown_id:<{id_width}} {rule.doc.level!s:<7} {name:<{width}} "
+            f"{printable(rule.doc.summary)}{suffix}"
         )
     return "\n".join(lines) + "\n"
 
 
-def render_rule(rule: Rule) -> str:
+def render_rule(rule: Rule, configured_off: bool = False) -> str:
+    """One rule's documentation, at its level as a config set it (``configured_off``:
+    a config turned it off)."""
     doc = rule.doc
+    off = "" if rule.enabled else " (off in config)" if configured_off else " (off by default)"
     lines = [
         printable(f"{doc.id} {doc.name}"),
         "",
-        f"level:     {doc.level}{'' if rule.enabled else ' (off by default)'}",
+        f"level:     {doc.level}{off}",
         f"subject:   {doc.subject}",
     ]
     if rule.kinds:

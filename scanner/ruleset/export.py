@@ -18,7 +18,7 @@ module defines once for every exported policy (``admission_policy.yaml``):
 ``gpu``                a container asks for ``nvidia.com/gpu``, ``gpu.shared`` or
                        ``mig-<profile>`` (limits or requests, a quantity other than 0)
 ``namespace``          ``request.namespace``
-``operatorNamespaces`` ``systemNamespaces``, ``runtimeClass``, ``skuLabel``,
+``operatorNamespaces`` ``systemNamespaces``, ``runtimeClass``, ``skuLabels``,
                        ``imageDigestPin``: the config, from the params ConfigMap
 =====================  ===============================================================
 
@@ -295,7 +295,7 @@ def params_config_map(config: Config, namespace: str) -> dict[str, Any]:
             "imageDigestPin": "true" if config.require.image_digest_pin else "false",
             "operatorNamespaces": ",".join(config.operator_namespaces),
             "runtimeClass": config.require.runtime_class,
-            "skuLabel": config.sku_label,
+            "skuLabels": ",".join(dict.fromkeys((config.sku_label, *config.sku_labels))),
             "systemNamespaces": ",".join(config.system_namespaces),
         },
     }

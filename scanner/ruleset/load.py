@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -25,6 +25,7 @@ from scanner.findings.records import Level
 from scanner.inventory import Position, join_path
 from scanner.ruleset import cache as rulecache
 from scanner.ruleset.docs import RuleDoc
+from scanner.ruleset.names import RuleNames
 from scanner.sources.yaml.document import parse_plain
 
 DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004", "PG005")
@@ -159,7 +160,7 @@ def load_rules(
     for name, text in _texts(directories, texts, problems):
         if text is None:
             continue
-        rule = _load_text(name, text, engine, config, problems, validated)
+        rule = _load_text(name, text, engine, problems, validated)
         if rule is None:
             continue
         if rule.id in rules:
@@ -176,7 +177,9 @@ def load_rules(
     engine.save_cache()
     if problems:
         raise RuleLoadError(problems)
-    return [rules[key] for key in sorted(rules)]
+    # Overrides go on last: a config may name a rule by its name (``names``).
+    overrides = RuleNames.of(rule.doc for rule in rules.values()).configured(config).rules
+    return [_configured(rules[key], overrides.get(key)) for key in sorted(rules)]
 
 
 def _new_analyses(rules: Iterable[Rule], kept: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,7 +251,6 @@ def _load_text(
     name: str,
     text: str,
     engine: Engine,
-    config: Config,
     problems: list[str],
     validated: _Validated,
 ) -> Rule | None:
@@ -273,7 +275,7 @@ def _load_text(
         if len(problems) > before:
             return None
         validated.passed.append(key)
-    return _compile(name, body, positions, engine, config, problems)
+    return _compile(name, body, positions, engine, problems)
 
 
 def _field_path(parts: Iterable[str | int]) -> str:
@@ -296,7 +298,6 @@ def _compile(
     body: Mapping[str, Any],
     positions: Mapping[str, Position],
     engine: Engine,
-    config: Config,
     problems: list[str],
 ) -> Rule | None:
     before = len(problems)
@@ -346,16 +347,15 @@ def _compile(
     if len(problems) > before:
         return None
 
-    level, enabled, params = _configured(body, config.rules.get(body["id"]))
     return Rule(
-        doc=_doc(path, body, level),
-        enabled=enabled,
+        doc=_doc(path, body, Level.parse(body["level"])),
+        enabled=bool(body.get("enabled", True)),
         kinds=frozenset(match.get("kinds", ())),
         condition=condition,
         variables=tuple(variables),
         violations=violations,
         validations=tuple(validations),
-        params=params,
+        params=dict(body.get("params", {})),
         defaults=dict(body.get("params", {})),
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
@@ -364,19 +364,17 @@ def _compile(
     )
 
 
-def _configured(
-    body: Mapping[str, Any], override: RuleOverride | None
-) -> tuple[Level, bool, dict[str, Any]]:
-    """The rule's level, whether it is enabled and its parameters: its file's, with the
-    config's ``spec.rules`` entry for it on top."""
-    level = Level.parse(body["level"])
-    enabled = bool(body.get("enabled", True))
-    params = dict(body.get("params", {}))
-    if override is not None:
-        level = override.level or level
-        enabled = enabled if override.enabled is None else override.enabled
-        params.update(_as_declared(override.params, params))
-    return level, enabled, params
+def _configured(rule: Rule, override: RuleOverride | None) -> Rule:
+    """``rule`` with the config's ``spec.rules`` entry for it on top of its file's level,
+    enablement and parameters."""
+    if override is None:
+        return rule
+    return replace(
+        rule,
+        doc=replace(rule.doc, level=override.level or rule.doc.level),
+        enabled=rule.enabled if override.enabled is None else override.enabled,
+        params={**rule.params, **_as_declared(override.params, rule.params)},
+    )
 
 
 def _doc(path: str, body: Mapping[str, Any], level: Level) -> RuleDoc:

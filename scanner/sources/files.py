@@ -6,8 +6,11 @@ would apply count: ``.yaml``, ``.yml`` and ``.json``, hidden ones and those in h
 directories too (``.github`` holds no objects, but a pull request could hide some
 there); ``.git`` is never entered. A ``.json`` file counts only when it holds a
 Kubernetes object (``jsonprobe``: other tools' JSON is not a manifest). Some files are
-never manifests, walked or named (``Excluded``: the configuration). A file named on
-the command line is read whatever its name. Files that exist but cannot be read
+never manifests, walked or named (``Excluded``: the configuration), and the user's
+exclude patterns (``--exclude``, ``spec.exclude``: ``scanner.config.excludes``) leave
+out files and whole directories, named or walked, each file counted
+(``Inventory.excluded``). A file named on the command line is otherwise read
+whatever its name. Files that exist but cannot be read
 become ``ReadError`` data, and the scan goes on (the run then ends "incomplete").
 
 The scanned tree may come from an untrusted pull request, so a walk never follows a
@@ -30,13 +33,16 @@ import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Final, TextIO
 
 from scanner.errors import UsageError
 from scanner.inventory import Inventory, ReadError, SourceWarning, path_uri
 from scanner.sources import jsonprobe, parallel
 from scanner.sources.rendered import MARKER_FILES, find_enclosing, read_markers, repository_of
 from scanner.sources.yaml.document import STDIN_URI, collector_paused, parse_stream
+
+if TYPE_CHECKING:
+    from scanner.config.excludes import PathGlob
 
 MANIFEST_SUFFIXES: Final = frozenset({".yaml", ".yml", ".json"})
 DEFAULT_MAX_FILE_SIZE: Final = 10 * 1024 * 1024
@@ -54,15 +60,39 @@ class Excluded:
     """File names, in any directory (``.poolgate.yaml`` is configuration, never an object)."""
     files: frozenset[Path] = frozenset()
     """Absolute paths (the configuration file in use, whatever its name)."""
+    patterns: tuple[PathGlob, ...] = ()
+    """The user's exclude patterns, over paths relative to ``root``."""
+    root: Path | None = None
+    """Absolute: the directory ``patterns`` are relative to (the repository root)."""
 
     @classmethod
-    def of(cls, names: Collection[str] = (), files: Collection[str | Path] = ()) -> Excluded:
+    def of(
+        cls,
+        names: Collection[str] = (),
+        files: Collection[str | Path] = (),
+        patterns: Sequence[PathGlob] = (),
+        root: Path | None = None,
+    ) -> Excluded:
         absolute = frozenset(Path(os.path.abspath(file)) for file in files)
-        return cls(frozenset(names), absolute)
+        where = Path(os.path.abspath(root)) if root is not None else None
+        return cls(frozenset(names), absolute, tuple(patterns), where)
 
     def matches(self, path: Path) -> bool:
-        """Whether ``path`` (absolute, as a walk builds it) is left out."""
+        """Whether ``path`` (absolute, as a walk builds it) is never a manifest."""
         return path.name in self.names or path in self.files
+
+    def by_pattern(self, path: Path, is_dir: bool) -> bool:
+        """Whether an exclude pattern matches ``path`` (absolute) or a directory above
+        it, up to the root. Paths outside the root are never excluded by a pattern."""
+        if not self.patterns or self.root is None:
+            return False
+        try:
+            inside = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return False
+        if inside == ".":
+            return False
+        return any(pattern.matches(inside, is_dir) for pattern in self.patterns)
 
 
 NOTHING_EXCLUDED: Final = Excluded()
@@ -125,6 +155,9 @@ def load_paths(
             continue
         target = Path(os.path.abspath(path))
         if excluded.matches(target):
+            continue
+        if excluded.patterns and excluded.by_pattern(target, target.is_dir()):
+            inventory.excluded += _manifests_below(target) if target.is_dir() else 1
             continue
         problem = _named_link_problem(target, root)
         if problem:
@@ -290,6 +323,8 @@ def _walk(
             path = Path(entry.path)
             if excluded.matches(path):
                 continue
+            if excluded.patterns and _excluded_entry(entry, excluded, inventory):
+                continue
             if path in reported and not entry.is_dir(follow_symlinks=False):
                 continue  # a marker that is a link or a pipe: its error says it all
             if entry.is_symlink():
@@ -318,6 +353,27 @@ def _report_markers(
 ) -> None:
     for path, message in broken:
         inventory.read_errors.append(ReadError(_uri(path, repo_root), message))
+
+
+def _excluded_entry(entry: os.DirEntry[str], excluded: Excluded, inventory: Inventory) -> bool:
+    """Whether an exclude pattern leaves out a walk's ``entry``; its manifest files are
+    counted when it does."""
+    is_dir = entry.is_dir(follow_symlinks=False)
+    if not excluded.by_pattern(Path(entry.path), is_dir):
+        return False
+    path = Path(entry.path)
+    inventory.excluded += _manifests_below(path) if is_dir else int(_is_manifest(entry.name))
+    return True
+
+
+def _manifests_below(directory: Path) -> int:
+    """The manifest file names under an excluded ``directory``, to count them: listed,
+    never read, links never followed, errors passed over (nothing there is scanned)."""
+    count = 0
+    for _, directories, names in os.walk(directory):
+        directories[:] = [name for name in directories if name != NEVER_WALKED]
+        count += sum(1 for name in names if _is_manifest(name))
+    return count
 
 
 def _is_manifest(name: str) -> bool:

@@ -188,7 +188,7 @@ def _inventory(capture: Capture) -> Inventory:
             uri = f"{prefix}{namespace}/{kind}/{name}"
         else:
             uri = f"{prefix}{kind}/{name}"
-        append(KubeObject(body, Origin(uri, source_type=LIVE), _NO_LINES))
+        append(KubeObject(body, Origin(uri, line=0, column=0, source_type=LIVE), _NO_LINES))
     return inventory
 
 

@@ -65,7 +65,13 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     saved = dict(os.environ)
     out, err = io.StringIO(), io.StringIO()
     try:
-        for key in ("GITHUB_ACTIONS", "NO_COLOR", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+        for key in (
+            "GITHUB_ACTIONS",
+            "NO_COLOR",
+            "FORCE_COLOR",
+            "KUBECONFIG",
+            "KUBERNETES_SERVICE_HOST",
+        ):
             os.environ.pop(key, None)
         # A home without ~/.kube/config, outside the repository (caches land there).
         os.environ["HOME"] = str(Path(tempfile.gettempdir()) / "poolgate-tests-no-home")

@@ -97,7 +97,8 @@ def test_a_cluster_without_any_policy_is_one_finding_about_the_cluster(engine: s
     report, _ = run(GPU_POD, rules=ruleset(engine))
     [finding] = pg605(report)
     assert finding.location.uri == URI
-    assert (finding.location.line, finding.location.column, finding.location.path) == (1, 1, "")
+    # No position: a cluster object has no file and no lines.
+    assert (finding.location.line, finding.location.column, finding.location.path) == (0, 0, "")
     assert finding.source_type == "cluster"
     assert finding.ref is not None and finding.ref.logical_name == "Cluster/cluster"
     assert finding.message == (
@@ -232,11 +233,11 @@ def render(report: Report, fmt: str) -> str:
 def test_text_and_json_reporters() -> None:
     report = replace(run(GPU_POD)[0], repo_root="/work/repo")
     text = render(report, "text")
-    assert f"\n{URI}:1:1 warning PG605 no ValidatingAdmissionPolicy with a Deny binding" in (
+    assert f"\n{URI} warning PG605 no ValidatingAdmissionPolicy with a Deny binding" in (
         "\n" + text
     )
     [entry] = [f for f in json.loads(render(report, "json"))["findings"] if f["ruleId"] == "PG605"]
-    assert entry["location"] == {"uri": URI, "line": 1, "column": 1, "path": ""}
+    assert entry["location"] == {"uri": URI, "line": None, "column": None, "path": ""}
     assert entry["object"] == {
         "apiVersion": "poolgate.io/v1alpha1",
         "kind": "Cluster",

@@ -169,7 +169,7 @@ def test_the_docs_say_how_to_set_the_api_server_address() -> None:
 
 def test_every_kind_the_model_knows_is_listable() -> None:
     listable = {(r.group, r.kind) for r in RESOURCES}
-    for entry in WORKLOAD_TABLE.values():
+    for entry in WORKLOAD_TABLE:
         groups = [entry.group] if entry.group is not None else ["", "apps", "batch"]
         assert any((group, entry.kind) in listable for group in groups), entry.kind
 

@@ -224,8 +224,8 @@ def test_the_cluster_finding_of_the_lab(lab: ApiServer, kubeconfig: Path) -> Non
     [finding] = [f for f in document["findings"] if f["ruleId"] == "PG605"]
     assert finding["location"] == {
         "uri": "cluster://admin%40gpu-lab/_cluster",
-        "line": 1,
-        "column": 1,
+        "line": None,
+        "column": None,
         "path": "",
     }
     assert finding["object"]["kind"] == "Cluster"
@@ -346,7 +346,7 @@ def test_eks_context_names_are_one_uri_segment(lab: ApiServer, pki: Pki, tmp_pat
     # SARIF moves a context that is not a host name behind an empty authority,
     # encoded once (not %253A).
     assert f"cluster:///{encoded}/ml-research/Pod/llama-finetune-0" in {
-        loc["physicalLocation"]["artifactLocation"]["uri"] for loc in locations
+        loc["logicalLocations"][0]["properties"]["uri"] for loc in locations
     }
     assert "ml-research/Pod/llama-finetune-0" in {
         loc["logicalLocations"][0]["fullyQualifiedName"] for loc in locations

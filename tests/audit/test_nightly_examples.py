@@ -234,8 +234,8 @@ def test_the_nightly_audit_examples_audit_the_cluster(
     )
     assert result["env"]["POOLGATE_AUDIT_EXIT"] == "1"
     sarif = json.loads((result["workspace"] / "audit.sarif").read_text())
-    uris = {
-        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    uris = {  # cluster objects: a logical location only, with the cluster's URI
+        r["locations"][0]["logicalLocations"][0]["properties"]["uri"]
         for r in sarif["runs"][0]["results"]
     }
     assert uris and all(uri.startswith("cluster://") for uri in uris), uris

@@ -88,8 +88,8 @@ items:
         "cluster://prod/ml/Pod/p",
     ]
     assert {obj.origin.source_type for obj in inventory.objects} == {"cluster"}
-    # No file lines for live objects: every field falls back to the object's 1:1.
-    assert inventory.objects[1].position("spec.containers[0].image") == (1, 1)
+    # No file lines for live objects: no position at all (0:0), never a made-up 1:1.
+    assert inventory.objects[1].position("spec.containers[0].image") == (0, 0)
 
 
 def test_context_defaults_and_encoding(tmp_path: Path) -> None:

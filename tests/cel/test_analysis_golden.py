@@ -7,6 +7,9 @@ cel/budget.py, bindings.py, model/dra.py, model/admission.py as of commit fc70c4
 tests/cel/make_analysis_golden.py of that commit). Every rule reads the same kinds and
 facts, splits into the same conjuncts and guards, nests as deep and binds the same way
 — except where ``DIFFERENCES`` says why the parse reads better than the text did.
+A rule whose text changed since has its entry written from the parse of the new
+text (PG108 and PG110 for issue 24: new expressions, and PG110 reads
+``cluster.gpuOperator``, so ClusterPolicy, Deployment and Node).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from scanner.config.values import Config
 from scanner.evaluate.optimize import binding as bindings
 from scanner.evaluate.optimize import guards
 from scanner.evaluate.optimize import projection as deferral
+from scanner.kinds import WORKLOAD_KINDS
 from scanner.model import admission, dra
 from scanner.ruleset.load import Rule, bundled_rules_dir, load_rules
 
@@ -40,8 +44,39 @@ DIFFERENCES: dict[tuple[str, str], Any] = {
     # one (tests/cel/test_analysis_golden.py: test_pg303_does_not_read_signatures).
     ("PG303", "fact_kinds"): lambda old: sorted(set(old) - set(_SIGNATURE_KINDS)),
     ("PG303", "joins"): lambda old: sorted(set(old) - set(_SIGNATURE_KINDS)),
+    # Issue 24: PG104 accepts any label of config.skuLabels (one comprehension over it)
+    # and points at the pod spec's nodeSelector when there is one.
+    ("PG104", "projection"): lambda old: {**old, "podSpec": ["nodeSelector"]},
+    ("PG104", "projection_controlled"): lambda old: {**old, "podSpec": ["nodeSelector"]},
+    ("PG104", "nesting"): lambda old: {**old, "violations": [1, 17]},
+    ("PG104", "iterates"): lambda old: {**old, "violations": True},
 }
 """(rule, field) -> what the old answer becomes."""
+
+GOLDEN_WORKLOAD_KINDS: frozenset[str] = frozenset(
+    {
+        *("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"),
+        *("ReplicationController", "PodTemplate", "PyTorchJob", "TFJob", "MPIJob"),
+        *("RayCluster", "RayJob", "RayService", "JobSet", "LeaderWorkerSet"),
+        *("InferenceService", "Rollout"),
+    }
+)
+"""The workload kinds when the golden file was written. Issue 24 added kinds that
+carry pod templates (LLMInferenceService, the Kubeflow Trainer runtimes, PaddleJob,
+...): a rule that read every workload kind then reads every one now."""
+
+SHARING_CONFIG_RULES: frozenset[str] = frozenset({"PG203", "PG204", "PG205"})
+"""``sharingConfig`` subjects are also made from EC2NodeClasses whose Bottlerocket
+settings share GPUs (issue 24)."""
+
+
+def _with_added_kinds(rule_id: str, field: str, old: list[str]) -> list[str]:
+    kinds = set(old)
+    if kinds >= GOLDEN_WORKLOAD_KINDS:
+        kinds |= WORKLOAD_KINDS
+    if field == "subjects" and rule_id in SHARING_CONFIG_RULES:
+        kinds.add("EC2NodeClass")
+    return sorted(kinds)
 
 
 def _bound_in_dyn(old: Any) -> Any:
@@ -189,6 +224,8 @@ def test_the_analysis_reads_each_rule_as_the_text_did(rule_id: str) -> None:
     for field, change in EVERY_RULE.items():
         old[field] = change(old[field])
     old = _rewritten(rule_id, old)
+    for field in ("fact_kinds", "subjects", "joins"):
+        old[field] = _with_added_kinds(rule_id, field, old[field])
     for (rule, field), change in DIFFERENCES.items():
         if rule == rule_id:
             old[field] = change(old[field])

@@ -206,7 +206,7 @@ spec:
 
 
 def test_cel_view_names_every_rule_facing_field_in_camel_case() -> None:
-    not_rule_facing = {"rules", "rule_dirs", "exemptions", "source"}
+    not_rule_facing = {"rules", "rule_dirs", "exemptions", "exclude", "source"}
     view = Config().cel_view()
 
     def camel(name: str) -> str:
@@ -221,18 +221,21 @@ def test_cel_view_names_every_rule_facing_field_in_camel_case() -> None:
 # --- problems --------------------------------------------------------------------
 
 
-def test_wrong_types_fail_with_key_path_and_line() -> None:
+def test_wrong_types_fail_with_key_path_and_line_all_in_one_pass() -> None:
+    """The schema's problems and the conversion's (an impossible date in a section the
+    schema passed) come together: no fix-one-run-again loop."""
     with pytest.raises(ConfigError) as caught:
         configfile.load(FIXTURES / "wrong-types.yaml")
     message = str(caught.value)
     shown = os.path.relpath(FIXTURES / "wrong-types.yaml")
-    assert message.startswith("5 config problems:")
+    assert message.startswith("6 config problems:")
     for line, path, text in [
         (6, "spec.require.runtimeClass", "expected a RuntimeClass name or false, got boolean true"),
         (7, "spec.require.podSecurity", 'expected one of "privileged", "baseline", "restricted"'),
         (8, "spec.require.imageDigestPin", 'expected a boolean (true/false), got string "yes"'),
         (9, "spec.operatorNamespaces", 'expected a list, got string "gpu-operator"'),
         (11, "spec.rules.PG301.level", 'expected one of "error", "warning", "note"; got'),
+        (14, "spec.exemptions[0].expires", "2027-02-30 is not a calendar date"),
     ]:
         assert f"{shown}:{line}: {path}: {text}" in message, message
 
@@ -246,14 +249,15 @@ def test_an_impossible_date_fails_after_the_schema_passes(tmp_path: Path) -> Non
         configfile.load(path)
 
 
-def test_unknown_keys_warn_with_key_path_and_line() -> None:
+def test_unknown_keys_come_with_key_path_line_and_the_key_they_misspell() -> None:
     loaded = configfile.load(FIXTURES / "unknown-keys.yaml")
-    shown = os.path.relpath(FIXTURES / "unknown-keys.yaml")
-    assert loaded.warnings == (
-        f"{shown}:8: unknown key spec.require.gpuDirect (ignored)",
-        f"{shown}:9: unknown key spec.poolLabel (ignored)",
-        f"{shown}:10: unknown key spec.metadataOwner (ignored)",
-    )
+    assert loaded.warnings == ()
+    assert [key.line for key in loaded.unknown] == [9, 10, 11]
+    assert [key.describe() for key in loaded.unknown] == [
+        "unknown key spec.require.gpuDirect",
+        "unknown key spec.poolLabel; did you mean poolLabels?",
+        "unknown key spec.metadataOwner",
+    ]
     assert loaded.config.require.runtime_class == ""
     assert loaded.config.pool_labels == Config().pool_labels
 
@@ -482,3 +486,28 @@ def test_paths_under_different_configs_are_warned_about(tmp_path: Path) -> None:
     [warning] = mixed.warnings
     assert "fall under different configs (no file besides" in warning
     assert "applies to all of them; give --config" in warning
+
+
+def test_sku_labels_replace_the_providers_defaults_and_sku_label_always_counts(
+    tmp_path: Path,
+) -> None:
+    """Issue 24, item 6: PG104 accepts a selection on any SKU-bearing label."""
+    defaults = Config().cel_view()["skuLabels"]
+    assert defaults[0] == "sku"
+    assert {"cloud.google.com/gke-accelerator", "nvidia.com/gpu.product"} <= set(defaults)
+    path = write(
+        tmp_path / ".poolgate.yaml",
+        HEADER + "spec:\n  skuLabel: acme.io/gpu\n  skuLabels: [acme.io/model, acme.io/gpu]\n",
+    )
+    config = configfile.load(path).config
+    assert config.sku_labels == ("acme.io/model", "acme.io/gpu")
+    assert config.cel_view()["skuLabels"] == ["acme.io/gpu", "acme.io/model"]
+    for bad, expected in (
+        ("skuLabels: acme.io/model", "spec.skuLabels"),
+        ("skuLabels: ['']", "spec.skuLabels[0]"),
+        ("skuLabels: [a, a]", "spec.skuLabels"),
+    ):
+        path = write(tmp_path / "bad.yaml", HEADER + f"spec:\n  {bad}\n")
+        with pytest.raises(ConfigError) as caught:
+            configfile.load(path)
+        assert expected in str(caught.value), str(caught.value)

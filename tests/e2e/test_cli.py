@@ -258,7 +258,7 @@ def test_rules_test_outside_a_checkout_with_fixtures_is_one_line(tmp_path: Path)
     result = poolgate("rules", "test", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "poolgate: error: fixtures/rules: no such directory "
+        "poolgate: error: no fixtures/rules here and no fixtures/ in a rule directory "
         "(give the fixtures directory: poolgate rules test DIR)"
     ]
 

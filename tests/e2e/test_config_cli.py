@@ -58,15 +58,16 @@ def test_validate_reports_problems_with_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_validate_checks_rule_ids_and_warns_about_unknown_keys_and_stale_exemptions(
+def test_validate_checks_rule_ids_and_refuses_unknown_keys_and_warns_of_stale_exemptions(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(HEADER + "spec:\n  colour: blue\n  rules:\n    PG501: {level: note}\n")
     result = poolgate("config", "validate", str(config))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == f"ok: {config}\n"
-    assert f"poolgate: warning: {config}:4: unknown key spec.colour (ignored)" in result.stderr
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"poolgate: error: {config}:4: unknown key spec.colour\n"
+    config.write_text(HEADER + "spec:\n  rules:\n    PG501: {level: note}\n")
+    assert poolgate("config", "validate", str(config)).stdout == f"ok: {config}\n"
 
     config.write_text(HEADER + "spec:\n  rules:\n    PG9999: {level: note}\n")
     unknown = poolgate("config", "validate", str(config))
@@ -154,10 +155,11 @@ def test_scan_with_a_broken_config_fails_before_scanning(tmp_path: Path) -> None
     assert "poolgate: error: .poolgate.yaml:4: spec.skuLabel: expected a string" in result.stderr
 
     (tmp_path / ".poolgate.yaml").write_text(HEADER + "spec:\n  skuLabel: gpu\n  extra: 1\n")
-    warned = poolgate("scan", "w.yaml", cwd=tmp_path)
-    assert warned.returncode == 0, warned.stderr
+    incomplete = poolgate("scan", "w.yaml", cwd=tmp_path)
+    assert (incomplete.returncode, incomplete.stderr) == (3, "")
     assert (
-        warned.stderr == "poolgate: warning: .poolgate.yaml:5: unknown key spec.extra (ignored)\n"
+        "poolgate: error: .poolgate.yaml:5: unknown key spec.extra (the run went on without it)\n"
+        in incomplete.stdout
     )
 
 
@@ -205,3 +207,129 @@ def test_keys_and_values_cannot_start_a_line_of_poolgates_output(tmp_path: Path,
     lines = (result.stdout + result.stderr).splitlines()
     assert lines and not [line for line in lines if line.lstrip().startswith("::")]
     assert "\\n::" in result.stderr
+
+
+# --- a misspelt key, every problem at once, the schema (issue 25) ----------------
+
+MISSPELT = HEADER + "spec:\n  skuLable: gpu-sku\n"
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n  containers: []\n"
+
+
+def test_validate_refuses_a_misspelt_key_and_names_the_one_meant(tmp_path: Path) -> None:
+    (tmp_path / ".poolgate.yaml").write_text(MISSPELT)
+    result = poolgate("config", "validate", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "poolgate: error: .poolgate.yaml:4: unknown key spec.skuLable; did you mean skuLabel?\n"
+    )
+
+
+def test_scan_and_audit_with_a_misspelt_key_are_incomplete(tmp_path: Path) -> None:
+    """The run goes on without the key, but it did not use the config that was meant:
+    an error notification with the same hint, and exit code 3."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".poolgate.yaml").write_text(MISSPELT)
+    (tmp_path / "pod.yaml").write_text(POD)
+    scanned = poolgate("scan", "pod.yaml", "--format", "json", cwd=tmp_path)
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    audited = poolgate("audit", "--snapshot", str(dump), "--format", "json", cwd=tmp_path)
+    for result in (scanned, audited):
+        assert result.returncode == 3, result.stderr
+        errors = [n for n in json.loads(result.stdout)["notifications"] if n["level"] == "error"]
+        [note] = errors
+        assert note["level"] == "error" and (note["uri"], note["line"]) == (".poolgate.yaml", 4)
+        assert note["message"] == (
+            "unknown key spec.skuLable (the run went on without it); did you mean skuLabel?"
+        )
+    text = poolgate("scan", "pod.yaml", cwd=tmp_path)
+    assert text.returncode == 3
+    assert (
+        "poolgate: error: .poolgate.yaml:4: unknown key spec.skuLable (the run went on without "
+        "it); did you mean skuLabel?" in text.stdout
+    )
+
+
+def test_every_problem_of_a_config_comes_in_one_pass(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        HEADER
+        + "spec:\n"
+        + "  require: {podSecurity: strict, runtimeClas: nvidia}\n"  # 4
+        + "  trustDomainLabl: team\n"  # 5
+        + "  ruleDirs: [missing]\n"  # 6
+        + "  rules:\n    PG9999: {level: note}\n"  # 8
+        + "  exemptions:\n    - {rule: PG301, reason: r, expires: 2027-02-30}\n"  # 10
+    )
+    result = poolgate("config", "validate", str(config), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("poolgate: error: 6 config problems:\n")
+    listed = [line.strip() for line in result.stderr.splitlines()[1:]]
+    assert [line.split(":")[1] for line in listed] == ["4", "4", "5", "6", "8", "10"]
+    assert "c.yaml:4: unknown key spec.require.runtimeClas; did you mean runtimeClass?" in listed[1]
+    assert "c.yaml:5: unknown key spec.trustDomainLabl; did you mean trustDomainLabel?" in listed[2]
+    assert "spec.ruleDirs[0]: missing: no such directory" in listed[3]
+    assert "spec.rules.PG9999: unknown rule id PG9999" in listed[4]
+    assert "2027-02-30 is not a calendar date" in listed[5]
+
+
+def test_config_schema_is_the_one_validation_uses_and_init_matches_it(tmp_path: Path) -> None:
+    import jsonschema
+    import yaml
+
+    from scanner.config import validation
+
+    printed = poolgate("config", "schema")
+    assert printed.returncode == 0 and printed.stderr == ""
+    schema = json.loads(printed.stdout)
+    assert schema == validation.schema()
+    assert schema["properties"]["spec"]["additionalProperties"] is False
+    assert poolgate("config", "init", str(tmp_path)).returncode == 0
+    jsonschema.validate(yaml.safe_load((tmp_path / ".poolgate.yaml").read_text()), schema)
+
+
+def test_init_names_the_rules_behind_every_key(tmp_path: Path) -> None:
+    assert poolgate("config", "init", str(tmp_path)).returncode == 0
+    text = (tmp_path / ".poolgate.yaml").read_text()
+    comments: list[str] = []
+    named: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comments.append(stripped)
+            continue
+        key = stripped.split(":")[0]
+        named[key] = " ".join(comments)
+        comments = []
+    assert "Rules: PG103, PG605." in named["runtimeClass"]
+    assert "Rules: PG102, PG104, PG605." in named["skuLabel"]
+    assert "Rules: PG201." in named["trustDomainLabel"]
+    for key in ("imageDigestPin", "podSecurity", "operatorNamespaces", "admins", "poolLabels"):
+        assert "Rules: PG" in named[key], key
+
+
+def test_the_rules_named_for_a_key_include_every_rule_reading_it() -> None:
+    """``x-rules`` in the schema is written by hand; a rule whose CEL reads
+    ``config.<key>`` must be listed under that key, and every id listed must exist."""
+    import re
+
+    import yaml
+
+    from scanner.config import validation
+
+    spec = validation.schema()["properties"]["spec"]["properties"]
+    listed = {key: set(entry.get("x-rules", ())) for key, entry in spec.items()}
+    listed.update(
+        {
+            f"require.{key}": set(entry.get("x-rules", ()))
+            for key, entry in spec["require"]["properties"].items()
+        }
+    )
+    bundled = ROOT / "rules"
+    ids = {path.name.split("-")[0] for path in bundled.glob("PG*.yaml")}
+    assert set().union(*listed.values()) <= ids
+    for path in bundled.glob("PG*.yaml"):
+        rule = yaml.safe_load(path.read_text())
+        read = set(re.findall(r"\bconfig\.((?:require\.)?[A-Za-z]+)", json.dumps(rule)))
+        for key in read & set(listed):
+            assert rule["id"] in listed[key], (rule["id"], key)

@@ -351,9 +351,9 @@ def test_context_objects_are_never_reported_on(tmp_path: Path) -> None:
     result = poolgate(
         "scan",
         "k8s",
-        "--context",
+        "--context-path",
         "snapshot",
-        "--context",
+        "--context-path",
         "k8s",
         "--format",
         "json",
@@ -383,9 +383,11 @@ def test_unparsable_context_makes_the_run_incomplete_and_missing_context_is_usag
 ) -> None:
     root = repo(tmp_path)
     (root / "broken.yaml").write_text("kind: [\n")
-    broken = poolgate("scan", "k8s", "--context", "broken.yaml", "--disable", "PG302", cwd=root)
+    broken = poolgate(
+        "scan", "k8s", "--context-path", "broken.yaml", "--disable", "PG302", cwd=root
+    )
     assert broken.returncode == 3
     assert "broken.yaml:2:1: context: YAML does not parse" in broken.stdout
     assert "PG001" not in broken.stdout  # a notification, not a finding
-    missing = poolgate("scan", "k8s", "--context", "nope", cwd=root)
-    assert missing.returncode == 2 and "--context nope: no such file" in missing.stderr
+    missing = poolgate("scan", "k8s", "--context-path", "nope", cwd=root)
+    assert missing.returncode == 2 and "--context-path nope: no such file" in missing.stderr

@@ -247,7 +247,7 @@ def test_mig_requests_compare_with_known_slices_only() -> None:
         pod("whole", "{sku: declared}", toleration, "nvidia.com/gpu", 2),
     )
     workloads = {w.obj.name: w.facts for w in model.workloads}
-    assert workloads["two"]["targets"][0]["perNode"] == {"nvidia.com/mig-1g.10gb": 0}
+    assert workloads["two"]["targets"][0]["perNode"] == {}  # unknown, not 0
     assert workloads["two"]["diagnosis"] == ""
     assert workloads["eight"]["targets"][0]["perNode"] == {"nvidia.com/mig-1g.10gb": 7}
     assert workloads["eight"]["diagnosis"] == (
@@ -446,3 +446,49 @@ def test_naming_non_gpu_matches_does_not_check_every_node_for_every_selection(
     matches = {w.obj.name: w.facts["nonGpuMatches"] for w in model.workloads}
     assert matches["p0"] == ["Node/cpu-7"] and matches["p1"] == []
     assert calls < 5_000  # 300 selections x 600 nodes would be 180,000
+
+
+def test_a_selection_of_a_pool_declared_outside_the_scan_leaves_its_pools_unknown() -> None:
+    """A label no node or declaration in scope carries (issue 24: pools declared
+    outside the scan); one some declaration carries decides."""
+    karpenter = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: h100}
+spec:
+  template:
+    metadata: {labels: {sku: h100}}
+    spec:
+      requirements:
+        - {key: karpenter.k8s.aws/instance-gpu-count, operator: In, values: ["8"]}
+"""
+    model = model_of(
+        karpenter,
+        pod("gke", "{cloud.google.com/gke-nodepool: l4}", "[]", "nvidia.com/gpu", 1),
+        pod("custom", "{acme.io/pool: research}", "[]", "nvidia.com/gpu", 1),
+        pod("typo", "{sku: b200}", "[]", "nvidia.com/gpu", 1),
+        pod("karpenter", "{karpenter.k8s.aws/instance-gpu-name: h100}", "[]", "nvidia.com/gpu", 1),
+        pod("os", "{kubernetes.io/os: linux}", "[]", "nvidia.com/gpu", 1),
+    )
+    known = {w.obj.name: w.facts["poolsKnown"] for w in model.workloads}
+    assert known == {
+        "gke": False,
+        "custom": False,
+        "typo": True,
+        "karpenter": True,  # Karpenter is in scope: its runtime labels are undecided
+        "os": True,
+    }
+
+
+def test_a_live_cluster_shows_every_node_so_no_pool_is_outside() -> None:
+    """An audit: a selection of a label no Node carries selects nothing."""
+    nodes = node("n", '{pool: h100, sku: h100, nvidia.com/gpu.present: "true"}')
+    workload = pod("custom", "{acme.io/pool: research}", "[]", "nvidia.com/gpu", 1)
+    live = build_model(
+        parse_stream("---\n".join([nodes, workload]), "cluster://prod/x", source_type="cluster"),
+        Config(),
+        read_yaml=parse_plain,
+    )
+    [facts] = [w.facts for w in live.workloads]
+    assert facts["poolsKnown"] and facts["targets"] == []
+    assert not model_of(nodes, workload).workloads[0].facts["poolsKnown"]

@@ -184,3 +184,99 @@ def test_a_declaration_without_gpus_is_no_pool() -> None:
     model = build_model(parse_stream(text, "pools.yaml"), Config(), read_yaml=parse_plain)
     [(_, facts)] = model.nodes
     assert not facts["gpu"] and model.pools == []
+
+
+def _bottlerocket(user_data: str) -> str:
+    indented = "".join(f"    {line}\n" for line in user_data.splitlines())
+    return EC2NODECLASS + "  userData: |\n" + indented
+
+
+TIME_SLICING = """\
+[settings.kubelet-device-plugins.nvidia]
+device-sharing-strategy = "time-slicing"
+
+[settings.kubelet-device-plugins.nvidia.time-slicing]
+replicas = 4
+rename-by-default = true
+fail-requests-greater-than-one = true
+"""
+
+
+def test_bottlerocket_time_slicing_in_the_node_class_shares_the_pool() -> None:
+    """Issue 24, item 7: sharing set outside device-plugin ConfigMaps is a sharing mode."""
+    node = node_facts(NODEPOOL, _bottlerocket(TIME_SLICING))["h100"]
+    assert node["sharing"] == "time-slicing"
+    assert (node["replicas"], node["oneShare"], node["renameShared"]) == (4, True, True)
+    assert node["advertises"] == ["nvidia.com/gpu.shared"]
+    [(node_class, config)] = [
+        (obj, facts)
+        for obj, facts in build_model(
+            parse_stream("---\n".join((NODEPOOL, _bottlerocket(TIME_SLICING))), "p.yaml"),
+            read_yaml=parse_plain,
+        ).sharing_configs
+    ]
+    assert node_class.kind == "EC2NodeClass"
+    [entry] = config["entries"]
+    assert (entry["mode"], entry["renameByDefault"], entry["failRequestsGreaterThanOne"]) == (
+        "time-slicing",
+        True,
+        True,
+    )
+    # The block starts on the line after userData: the table, then its keys.
+    data = node_class.position("spec.userData")[0]
+    assert (entry["line"], entry["renameLine"], entry["failLine"]) == (data + 1, data + 6, data + 7)
+    assert config["resources"][0]["replicas"] == 4
+
+
+def test_bottlerocket_mps_and_defaults() -> None:
+    mps = '[settings.kubelet-device-plugins.nvidia]\ndevice-sharing-strategy = "mps"\n'
+    node = node_facts(NODEPOOL, _bottlerocket(mps))["h100"]
+    assert (node["sharing"], node["oneShare"]) == ("mps", True)
+    # Defaults: rename-by-default and fail-requests-greater-than-one are false.
+    bare = TIME_SLICING.replace("rename-by-default = true\n", "").replace(
+        "fail-requests-greater-than-one = true\n", ""
+    )
+    node = node_facts(NODEPOOL, _bottlerocket(bare))["h100"]
+    assert (node["sharing"], node["oneShare"], node["renameShared"]) == (
+        "time-slicing",
+        False,
+        False,
+    )
+    assert node["advertises"] == ["nvidia.com/gpu"]
+
+
+def test_bottlerocket_settings_that_share_nothing_or_do_not_parse_leave_the_pool_exclusive() -> (
+    None
+):
+    for user_data in (
+        TIME_SLICING.replace('"time-slicing"', '"none"'),  # the table alone does nothing
+        TIME_SLICING.replace("replicas = 4", "replicas = 1"),
+        TIME_SLICING.replace("replicas = 4", 'replicas = "4"'),
+        TIME_SLICING.replace("replicas = 4", "replicas = ["),  # not TOML
+        "#!/bin/bash\n# kubelet-device-plugins\necho hi\n",  # an AL2 script
+        "[settings.kubelet-device-plugins.nvidia]\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+    ):
+        node = node_facts(NODEPOOL, _bottlerocket(user_data))["h100"]
+        assert node["sharing"] == "exclusive", user_data[:80]
+
+
+def test_bottlerocket_user_data_past_the_limit_is_not_parsed() -> None:
+    from scanner.model.providers import bottlerocket
+
+    padding = "# " + "x" * bottlerocket.MAX_USER_DATA + "\n"
+    node = node_facts(NODEPOOL, _bottlerocket(padding + TIME_SLICING))["h100"]
+    assert node["sharing"] == "exclusive"
+
+
+def test_gke_sharing_on_any_accelerator_shares_the_pool() -> None:
+    second = CONTAINERNODEPOOL.replace(
+        "      - type: nvidia-tesla-a100\n        count: 2\n        gpuPartitionSize: 1g.5gb\n"
+        "        gpuSharingConfig: {gpuSharingStrategy: TIME_SHARING, maxSharedClientsPerGpu: 4}\n",
+        "      - {type: nvidia-tesla-a100, count: 2}\n"
+        "      - type: nvidia-tesla-a100\n        count: 2\n"
+        "        gpuSharingConfig: {gpuSharingStrategy: MPS, maxSharedClientsPerGpu: 4}\n",
+    )
+    assert second != CONTAINERNODEPOOL
+    node = node_facts(second)["a100"]
+    assert node["sharing"] == "mps"
+    assert node["labels"]["cloud.google.com/gke-gpu-sharing-strategy"] == ["mps"]

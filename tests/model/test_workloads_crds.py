@@ -7,7 +7,6 @@ so each test also proves the path lands on the right line of the real file.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,8 @@ from scanner.kinds import (
     CRD_WORKLOAD_KINDS,
     WORKLOAD_KINDS,
     api_group,
-    unmodelled_pod_spec,
     workload_kind,
 )
-from scanner.model import UNCHECKED_SHOWN, unchecked_pod_specs
 from scanner.model.workloads import Workload, build_workloads
 from scanner.sources.yaml.document import parse_stream
 
@@ -235,6 +232,93 @@ EXPECTED: dict[str, list[tuple[str, str, list[tuple[str, str, str]], bool]]] = {
     "rollout.yaml": [
         ("", "spec.template.spec", [c("spec.template.spec.containers[0]", "ranker")], True),
     ],
+    "llminferenceservice.yaml": [
+        (
+            "template",
+            "spec.template",
+            [c("spec.template.containers[0]", "main")],
+            True,
+        ),
+        ("worker", "spec.worker", [c("spec.worker.containers[0]", "main")], True),
+        (
+            "prefill.template",
+            "spec.prefill.template",
+            [c("spec.prefill.template.containers[0]", "main")],
+            True,
+        ),
+        (
+            "router.scheduler.template",
+            "spec.router.scheduler.template",
+            [c("spec.router.scheduler.template.containers[0]", "main")],
+            False,
+        ),
+    ],
+    "trainingruntime.yaml": [
+        *(
+            (
+                name,
+                f"spec.template.spec.replicatedJobs[{index}].template.spec.template.spec",
+                [
+                    c(
+                        f"spec.template.spec.replicatedJobs[{index}].template.spec.template.spec"
+                        ".containers[0]",
+                        name,
+                    )
+                ],
+                name == "node",
+            )
+            for index, name in enumerate(("dataset-initializer", "model-initializer", "node"))
+        ),
+        (
+            "replicatedJobs[0]",
+            "spec.template.spec.replicatedJobs[0].template.spec.template.spec",
+            [
+                c(
+                    "spec.template.spec.replicatedJobs[0].template.spec.template.spec"
+                    ".containers[0]",
+                    "launcher",
+                )
+            ],
+            False,
+        ),
+    ],
+    "kubeflow-jobs.yaml": [
+        (
+            "Worker",
+            "spec.paddleReplicaSpecs.Worker.template.spec",
+            [c("spec.paddleReplicaSpecs.Worker.template.spec.containers[0]", "paddle")],
+            True,
+        ),
+        (
+            "Master",
+            "spec.xgbReplicaSpecs.Master.template.spec",
+            [c("spec.xgbReplicaSpecs.Master.template.spec.containers[0]", "xgboost")],
+            False,
+        ),
+        (
+            "Worker",
+            "spec.jaxReplicaSpecs.Worker.template.spec",
+            [c("spec.jaxReplicaSpecs.Worker.template.spec.containers[0]", "jax")],
+            True,
+        ),
+    ],
+    "volcano-job.yaml": [
+        (
+            "mpimaster",
+            "spec.tasks[0].template.spec",
+            [c("spec.tasks[0].template.spec.containers[0]", "mpimaster")],
+            False,
+        ),
+        (
+            "tasks[1]",
+            "spec.tasks[1].template.spec",
+            [c("spec.tasks[1].template.spec.containers[0]", "mpiworker")],
+            True,
+        ),
+    ],
+    "notebook.yaml": [
+        ("", "spec.template.spec", [c("spec.template.spec.containers[0]", "jupyter-gpu")], True),
+    ],
 }
 
 
@@ -308,6 +392,14 @@ def test_same_kind_from_another_api_group_is_not_a_workload() -> None:
         ("RayCluster", "ray.io/v1alpha1", True),
         ("JobSet", "jobset.x-k8s.io/v1alpha2", True),
         ("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", True),
+        ("LLMInferenceService", "serving.kserve.io/v1alpha1", True),
+        ("ClusterTrainingRuntime", "trainer.kubeflow.org/v1alpha1", True),
+        ("TrainJob", "trainer.kubeflow.org/v1alpha1", False),  # patches, no pod template
+        # Knative's Service is left to the unmodelled-kind warning: rules name kinds
+        # without groups, and a rule over core Services must not audit Knative's.
+        ("Service", "serving.knative.dev/v1", False),
+        ("Job", "batch.volcano.sh/v1alpha1", True),
+        ("Job", "batch/v1", True),
         ("Deployment", "apps/v1", True),
         ("Deployment", "v1", True),  # core kinds are recognised by kind alone, as before
         ("ConfigMap", "v1", False),
@@ -320,7 +412,7 @@ def test_kinds_match_by_kind_and_api_group(kind: str, api_version: str, known: b
 
 def test_named_kind_sets() -> None:
     assert CORE_WORKLOAD_KINDS | CRD_WORKLOAD_KINDS == WORKLOAD_KINDS
-    assert not CORE_WORKLOAD_KINDS & CRD_WORKLOAD_KINDS
+    assert {"Job"} == CORE_WORKLOAD_KINDS & CRD_WORKLOAD_KINDS  # Volcano's, by its group
     assert "Deployment" in CORE_WORKLOAD_KINDS and "PyTorchJob" in CRD_WORKLOAD_KINDS
     assert api_group("apps/v1") == "apps" and api_group("v1") == ""
 
@@ -406,59 +498,3 @@ def test_kserve_framework_container_with_its_own_name_and_odd_fields() -> None:
         ("sidecar", "spec.predictor.containers[0]"),
     ]
     assert workload.facts["containers"][1]["securityContext"] == {"privileged": True}
-
-
-def knative(name: str) -> dict[str, Any]:
-    spec = {
-        "containers": [
-            {"image": "ghcr.io/acme/llm:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
-        ]
-    }
-    return {
-        "apiVersion": "serving.knative.dev/v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"template": {"spec": spec}},
-    }
-
-
-def test_pod_specs_in_kinds_poolgate_does_not_model_are_found() -> None:
-    """Found in review: GPU pods in CRDs poolgate does not know (Volcano, Knative,
-    Kubeflow Notebook) passed as clean. They are not checked, but found and named."""
-    volcano = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",  # named like batch/v1 Job, whose spec.template it does not have
-        "spec": {"tasks": [{"name": "m", "template": {"spec": {"containers": [{"image": "x"}]}}}]},
-    }
-    assert (
-        unmodelled_pod_spec("Job", volcano["apiVersion"], volcano) == "spec.tasks[0].template.spec"
-    )
-    service = knative("llm")
-    assert unmodelled_pod_spec("Service", service["apiVersion"], service) == "spec.template.spec"
-    # Container patches without an image (the Prometheus operator's) are not pod specs.
-    prometheus = {"spec": {"containers": [{"name": "prometheus", "args": ["--x"]}]}}
-    assert unmodelled_pod_spec("Prometheus", "monitoring.coreos.com/v1", prometheus) is None
-    # Kinds poolgate models, and Kubernetes' own groups, are never reported.
-    for body in load("pytorchjob.yaml"):
-        assert unmodelled_pod_spec(body.kind, body.api_version, body.body) is None
-    pod = {"spec": {"containers": [{"image": "x"}]}}
-    assert unmodelled_pod_spec("Pod", "v1", pod) is None
-    assert unmodelled_pod_spec("Whatever", "apps/v1", pod) is None
-    # An in-house CRD that is also called PyTorchJob holds a pod spec that is not checked.
-    lookalike = next(o for o in load("lookalikes.yaml") if o.api_version == "ml.example.com/v1")
-    assert unmodelled_pod_spec(lookalike.kind, lookalike.api_version, lookalike.body) == (
-        "spec.pytorchReplicaSpecs.Worker.template.spec"
-    )
-
-
-def test_unchecked_pod_specs_are_warned_about_twenty_per_kind() -> None:
-    objects = [obj(knative(f"s{index:02}")) for index in range(25)]
-    warnings = unchecked_pod_specs([*objects, replace(obj(knative("ctx")), context_only=True)])
-    assert len(warnings) == UNCHECKED_SHOWN + 1
-    assert warnings[0].message == (
-        "Service s00 (serving.knative.dev/v1) has a pod spec at spec.template.spec that was "
-        "not checked: poolgate does not know where this kind keeps its pod templates"
-    )
-    assert warnings[-1].message == (
-        "5 more Service objects (serving.knative.dev/v1) have pod specs that were not checked"
-    )

@@ -110,7 +110,7 @@ FINDINGS = sort_findings(
             rule_id="PG401",
             level=Level.NOTE,
             message="node has no pool label",
-            location=Location("cluster://prod@eks/v1/Node/gpu-node-1", 1, 1, "metadata.labels"),
+            location=Location("cluster://prod@eks/v1/Node/gpu-node-1", 0, 0, "metadata.labels"),
             ref=NODE,
             source_type="cluster",
         ),

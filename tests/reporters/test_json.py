@@ -26,6 +26,7 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
     document = _load(report, render)
     assert list(document) == [
         "version",
+        "fingerprintVersion",
         "tool",
         "config",
         "summary",
@@ -33,7 +34,7 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
         "notifications",
         "fleet",
     ]
-    assert document["version"] == 1
+    assert document["version"] == 1 and document["fingerprintVersion"] == 2
     assert document["config"] is None  # a report built without a policy record
     assert document["fleet"] is None  # nor a fleet
     assert document["tool"] == {"name": "poolgate", "version": "0.1.0"}
@@ -45,10 +46,23 @@ def test_top_level_shape_and_summary(report: Report, render: Render) -> None:
         "ruleErrors": 1,
         "suppressed": 1,
         "baselined": 0,
+        "hidden": 0,
         "notifications": 2,
         "files": 4,
         "objects": 12,
         "skippedDocuments": 2,
+        "excluded": 0,
+        # The findings counted above, per rule and level; the run did not list PG001.
+        "byRule": [
+            {"ruleId": "PG001", "ruleName": "", "level": "error", "count": 1},
+            {
+                "ruleId": "PG301",
+                "ruleName": "privileged-outside-operator",
+                "level": "error",
+                "count": 1,
+            },
+            {"ruleId": "PG401", "ruleName": "node-pool-label", "level": "note", "count": 1},
+        ],
     }
 
 
@@ -59,6 +73,8 @@ def test_the_config_record_names_source_digests_and_work_tree_changes(
     assert document["config"] == POLICY_JSON
     assert document["summary"]["suppressed"] == 1
     assert document["summary"]["baselined"] == 4
+    left_out = _load(make_report(stats=RunStats(excluded=3, hidden=2)), render)["summary"]
+    assert (left_out["excluded"], left_out["hidden"]) == (3, 2)
     defaults = _load(make_report(policy=PolicyRecord(source="defaults")), render)["config"]
     assert defaults == {
         "path": None,
@@ -86,8 +102,12 @@ def test_every_finding_is_listed_in_order_with_its_state(report: Report, render:
     privileged = findings[3]
     assert privileged == {
         "ruleId": "PG301",
+        "ruleName": "privileged-outside-operator",
         "level": "error",
         "message": 'container "cuda" runs privileged',
+        "remediation": "Drop privileged: true.",
+        "helpUri": "https://github.com/poolgate/poolgate/blob/main/docs/rules.md"
+        "#pg301-privileged-outside-operator",
         "outcome": "fail",
         "location": {
             "uri": "k8s/train.yaml",
@@ -105,6 +125,12 @@ def test_every_finding_is_listed_in_order_with_its_state(report: Report, render:
         "suppression": None,
     }
     assert findings[0]["object"] is None
+    # A rule the run did not list (PG001 here): its documentation is not at hand.
+    assert (findings[0]["ruleName"], findings[0]["remediation"], findings[0]["helpUri"]) == (
+        "",
+        "",
+        "",
+    )
     assert findings[2]["outcome"] == "error"
     assert findings[4]["suppression"] == {
         "kind": "in-source",

@@ -129,12 +129,15 @@ def test_results_carry_level_message_region_and_fingerprint(report: Report, rend
         # level is explicit even for "warning": absent, it would be the rule's default.
         assert result["level"] == str(finding.level)
         assert result["message"] == {"text": finding.message}  # same words as every format
+        if finding.location.uri.startswith("cluster://"):
+            assert "physicalLocation" not in result["locations"][0]  # no file, no lines
+            continue
         region = result["locations"][0]["physicalLocation"]["region"]
         assert region == {
             "startLine": finding.location.line,
             "startColumn": finding.location.column,
         }
-        assert result["partialFingerprints"] == {"poolgate/v1": finding.fingerprint}
+        assert result["partialFingerprints"] == {"poolgate/v2": finding.fingerprint}
         assert "kind" not in result and "rank" not in result  # sarif_om defaults left out
 
 
@@ -150,21 +153,25 @@ def test_file_locations_are_repository_relative_and_encoded(report: Report, rend
     assert "logicalLocations" not in broken  # no object identity for an unparsable file
 
 
-def test_cluster_locations_have_no_base_and_a_logical_location(
-    report: Report, render: Render
-) -> None:
+def test_cluster_objects_have_a_logical_location_only(report: Report, render: Render) -> None:
+    """An object read from a cluster has no file and no lines: no physical location
+    (no fake region 1:1), and its cluster URI in the logical location's properties."""
     node = _run(report, render)["results"][1]["locations"][0]
-    assert node["physicalLocation"]["artifactLocation"] == {
-        "uri": "cluster:///prod%40eks/v1/Node/gpu-node-1"
+    assert node == {
+        "logicalLocations": [
+            {
+                "name": "gpu-node-1",
+                "fullyQualifiedName": "Node/gpu-node-1",
+                "kind": "resource",
+                "properties": {"uri": "cluster:///prod%40eks/v1/Node/gpu-node-1"},
+            }
+        ]
     }
-    assert node["logicalLocations"] == [
-        {"name": "gpu-node-1", "fullyQualifiedName": "Node/gpu-node-1", "kind": "resource"}
-    ]
 
 
 def test_a_finding_about_the_cluster_has_no_file(render: Render) -> None:
     """PG605 from a real audit: the cluster subject's finding is a valid result whose
-    artifact is the cluster itself and whose logical location is the Cluster."""
+    only location is the Cluster, logical, with the cluster's URI."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -180,15 +187,19 @@ def test_a_finding_about_the_cluster_has_no_file(render: Render) -> None:
     assert result["level"] == "warning"
     assert result["message"]["text"].startswith("no ValidatingAdmissionPolicy with a Deny binding")
     [location] = result["locations"]
-    # No %SRCROOT% base: not a file. The context is not a host name, so it is the
-    # first path segment (see test_cluster_uri_keeps_the_context_parsable).
-    assert location["physicalLocation"]["artifactLocation"] == {
-        "uri": "cluster:///admin%40prod/_cluster"
+    # Not a file. The context is not a host name, so it is the first path segment
+    # (see test_cluster_uri_keeps_the_context_parsable).
+    assert location == {
+        "logicalLocations": [
+            {
+                "name": "cluster",
+                "fullyQualifiedName": "Cluster/cluster",
+                "kind": "resource",
+                "properties": {"uri": "cluster:///admin%40prod/_cluster"},
+            }
+        ]
     }
-    assert location["logicalLocations"] == [
-        {"name": "cluster", "fullyQualifiedName": "Cluster/cluster", "kind": "resource"}
-    ]
-    assert len(result["partialFingerprints"]["poolgate/v1"]) == 32
+    assert len(result["partialFingerprints"]["poolgate/v2"]) == 32
 
 
 @pytest.mark.parametrize(

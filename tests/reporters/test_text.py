@@ -14,29 +14,50 @@ Render = Callable[..., str]
 
 def test_findings_are_grouped_under_their_file(report: Report, render: Render) -> None:
     lines = render(report, "text").splitlines()
-    assert lines[:8] == [
+    assert lines[:12] == [
         "bad dir/broken#1.yaml",
         "bad dir/broken#1.yaml:3:14 error PG001 mapping values are not allowed here",
+        "  see poolgate rules show PG001",  # a rule the run did not list: no name
         "",
         "cluster://prod@eks/v1/Node/gpu-node-1",
-        "cluster://prod@eks/v1/Node/gpu-node-1:1:1 note PG401 node has no pool label",
+        "cluster://prod@eks/v1/Node/gpu-node-1 note PG401 node has no pool label",
+        "  node-pool-label: poolgate rules show PG401",
         "",
         "k8s/train.yaml",
         "k8s/train.yaml:5:3 rule-error PG103 no such key: runtimeClassName",
+        "  gpu-runtime-class: poolgate rules show PG103",
+        'k8s/train.yaml:12:9 error PG301 container "cuda" runs privileged',
     ]
-    assert lines[8] == 'k8s/train.yaml:12:9 error PG301 container "cuda" runs privileged'
+    assert lines[12] == "  privileged-outside-operator: poolgate rules show PG301"
 
 
-def test_notifications_then_summary_close_the_report(report: Report, render: Render) -> None:
+def test_notifications_then_counts_per_rule_then_summary_close_the_report(
+    report: Report, render: Render
+) -> None:
     lines = render(report, "text").splitlines()
-    assert lines[-5:] == [
+    assert lines[-10:] == [
         "",
         "poolgate: warning: k8s/secret.yaml: cannot read: permission denied",
         "poolgate: note: rule disabled by config (PG204)",
         "",
+        # The findings that count (not suppressed, not rule errors), most severe first.
+        "RULE   NAME                         LEVEL  FINDINGS",
+        "PG001                               error  1",
+        "PG301  privileged-outside-operator  error  1",
+        "PG401  node-pool-label              note   1",
+        "",
         "3 findings (2 errors, 1 note) in 4 files, 12 objects; 1 suppressed finding hidden; "
         "1 rule error (results incomplete)",
     ]
+
+
+def test_what_a_run_leaves_out_is_in_the_summary(
+    make_report: Callable[..., Report], render: Render
+) -> None:
+    stats = RunStats(files=4, objects=12, excluded=3, hidden=2)
+    summary = render(make_report(stats=stats), "text").splitlines()[-1]
+    assert "2 findings below --min-level hidden" in summary
+    assert "3 files excluded" in summary
 
 
 def test_suppressed_findings_are_hidden_by_default(report: Report, render: Render) -> None:

@@ -106,7 +106,10 @@ def test_config_values_are_params_in_one_config_map() -> None:
         "namespace": "gpu-operator",
         "labels": export.MANAGED,
     }
-    assert config_map["data"]["skuLabel"] == "sku"
+    assert config_map["data"]["skuLabels"].split(",")[:2] == [
+        "sku",
+        "cloud.google.com/gke-accelerator",
+    ]
     assert config_map["data"]["operatorNamespaces"] == "gpu-operator,nvidia-gpu-operator"
     for obj in result.objects[1:]:
         if obj["kind"] == "ValidatingAdmissionPolicy":
@@ -167,7 +170,7 @@ def test_the_command_takes_the_config(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     config_map = next(yaml.safe_load_all(run.stdout))
     assert config_map["metadata"]["namespace"] == "platform-gpu"
-    assert config_map["data"]["skuLabel"] == "node.example.com/sku"
+    assert config_map["data"]["skuLabels"].split(",")[0] == "node.example.com/sku"
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,15 @@ EXEMPT: dict[str, str] = {
     "PG301/fire-crd-raycluster.yaml": "CRD pod template (the operator's Pods are checked)",
     "PG501/fire-crd-inferenceservice.yaml": "CRD pod template (the operator's Pods are checked)",
     "PG501/fire-crd-jobset.yaml": "CRD pod template (the operator's Pods are checked)",
+    "PG104/fire-near-miss-sku-labels.yaml": (
+        "one InferenceService among its objects (the operator's Pods are checked)"
+    ),
     # Cross-object facts.
     "PG103/fire-crd-dra-claim-template.yaml": (
         "GPU through a DRA ResourceClaimTemplate: the claim's DeviceClass is another object"
+    ),
+    "PG103/fire-dra-v1alpha2-resource-class.yaml": (
+        "GPU through DRA claims: their ResourceClass is another object"
     ),
 }
 

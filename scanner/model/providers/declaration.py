@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scanner.inventory import as_mapping
-from scanner.model.facts import Taint
+from scanner.model.records import Taint
 from scanner.model.selectors import label_value
 
 
@@ -44,7 +44,14 @@ class Declaration:
     gpu_count: int = 0
     identity: dict[str, Any] = field(default_factory=unknown_identity)
     sharing: str = ""
-    """A GPU sharing strategy the provider configures (``time-sharing``, ``mps``)."""
+    """A GPU sharing strategy the provider configures (``time-sharing``, ``mps``,
+    ``time-slicing``)."""
+    replicas: int = 0
+    """Replicas per GPU when its node labels do not say (Bottlerocket settings)."""
+    rename_shared: bool = False
+    """Shared replicas are advertised as ``nvidia.com/gpu.shared``."""
+    one_share: bool = False
+    """One container gets one replica at most (MPS, fail-requests-greater-than-one)."""
     mig_profile: str = ""
     """The MIG profile the provider partitions its GPUs into."""
     gke: bool = False

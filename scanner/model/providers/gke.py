@@ -67,16 +67,27 @@ def declare(obj: KubeObject, index: ObjectIndex) -> Declaration:
 
 
 def _accelerators(found: Declaration, accelerators: list[Mapping[str, Any]]) -> None:
-    """GPUs, and the labels GKE gives their nodes: the first accelerator's type, MIG
-    partition size and sharing strategy."""
+    """GPUs, and the labels GKE gives their nodes: the first accelerator's type, and the
+    MIG partition size and sharing strategy of the first accelerator that sets one
+    (every accelerator of a node pool is read: a sharing config on the second one
+    shares the pool's GPUs as well)."""
     found.gpu = True
     first = accelerators[0]
     found.gpu_count = max(positive_count(a.get("count")) for a in accelerators)
     found.provider_labels["cloud.google.com/gke-accelerator"] = [text(first.get("type"))]
-    found.mig_profile = text(first.get("gpuPartitionSize"))
+    found.mig_profile = next(
+        (p for p in (text(a.get("gpuPartitionSize")) for a in accelerators) if p), ""
+    )
     if found.mig_profile:
         found.provider_labels["cloud.google.com/gke-gpu-partition-size"] = [found.mig_profile]
-    sharing = as_mapping(first.get("gpuSharingConfig"))
+    sharing = next(
+        (
+            config
+            for config in (as_mapping(a.get("gpuSharingConfig")) for a in accelerators)
+            if text(config.get("gpuSharingStrategy"))
+        ),
+        {},
+    )
     strategy = text(sharing.get("gpuSharingStrategy"))
     if strategy:
         found.sharing = {"TIME_SHARING": "time-sharing", "MPS": "mps"}.get(

@@ -5,7 +5,8 @@ and each requirement ``key In [values]`` is a label its nodes carry. Its nodes h
 GPUs when a requirement asks for them (``karpenter.k8s.aws/instance-gpu-count``,
 ``-gpu-name``, ``-gpu-manufacturer In nvidia``), selects only EC2 instances with
 NVIDIA GPUs, or its ``limits`` name a GPU resource. The node identity comes from the
-``EC2NodeClass`` its template names: the instance metadata options.
+``EC2NodeClass`` its template names: the instance metadata options; and so does GPU
+sharing configured in Bottlerocket's user data (``scanner.model.providers.bottlerocket``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 from scanner.inventory import KubeObject, as_mapping
 from scanner.model.index import ObjectIndex
+from scanner.model.providers import bottlerocket
 from scanner.model.providers.declaration import Declaration, items, string_lists, taint, text
 from scanner.model.quantity import positive_count
 from scanner.model.selectors import label_value
@@ -51,6 +53,12 @@ def declare(obj: KubeObject, index: ObjectIndex) -> Declaration:
     ec2 = index.get("EC2NodeClass", "", node_class) if node_class else None
     if ec2 is not None:
         _metadata_options(found.identity, ec2)
+        shared = bottlerocket.sharing(ec2)
+        if shared is not None:
+            found.sharing = shared.mode
+            found.replicas = shared.replicas
+            found.rename_shared = shared.rename
+            found.one_share = shared.mode == "mps" or shared.fail_requests
     else:
         found.identity["known"] = False
     return found

@@ -346,6 +346,18 @@ def _build_checked(
         raise
 
 
+CONFIG_KIND: Final = "GpuPoolGate"
+"""The kind of poolgate's own configuration (``scanner.config.file``), in API group
+``poolgate.io``: a document of a scan, never an object of the cluster."""
+
+
+def _is_config(api_version: str, kind: str) -> bool:
+    """A poolgate configuration, whatever its file is called (pre-commit passes staged
+    ``.poolgate.yaml`` files, and a copy or a template may have any name): a skipped
+    document, not an object the rules judge (an unknown kind) or the summary counts."""
+    return kind == CONFIG_KIND and api_version.startswith("poolgate.io/")
+
+
 def _is_empty(root: Node) -> bool:
     """``---`` followed by nothing (or only comments)."""
     return root.__class__ is ScalarNode and root.tag == _NULL and root.value == ""
@@ -378,6 +390,9 @@ def _add_document(
     positions[""] = (line, column)
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if not (isinstance(api_version, str) and isinstance(kind, str)):
+        inventory.skipped += 1
+        return
+    if kind == CONFIG_KIND and _is_config(api_version, kind):
         inventory.skipped += 1
         return
     if text.find("!", root.start_mark.index, root.end_mark.index) != -1:  # tags start with "!"

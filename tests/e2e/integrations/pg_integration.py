@@ -32,7 +32,11 @@ CLEAN = PRIVILEGED.replace("privileged: true", "privileged: false")
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment a user's shell would have: no CI markers, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GITHUB_ACTIONS", "NO_COLOR", "FORCE_COLOR")
+    }
     env.update(extra)
     return env
 

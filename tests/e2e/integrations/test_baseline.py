@@ -66,9 +66,15 @@ def test_a_baseline_hides_old_findings_through_line_moves(tmp_path: Path) -> Non
     assert written.returncode == 0, written.stderr  # the findings just recorded are accepted
     assert "wrote 50 fingerprints to poolgate-baseline.json" in written.stderr
     recorded = json.loads((repo / "poolgate-baseline.json").read_text())
-    assert recorded["version"] == 1 and recorded["tool"]["name"] == "poolgate"
+    assert recorded["version"] == 2 and recorded["tool"]["name"] == "poolgate"
     assert len(recorded["fingerprints"]) == 50
-    assert set(recorded["fingerprints"][0]) == {"fingerprint", "ruleId", "uri", "message"}
+    assert set(recorded["fingerprints"][0]) == {
+        "fingerprint",
+        "objectFingerprint",
+        "ruleId",
+        "uri",
+        "message",
+    }
 
     # The change: comments and blank lines push every object down, documents swap
     # places, one object moves to another file, and one new violation appears.
@@ -153,15 +159,18 @@ def test_rule_errors_unreadable_files_and_suppressed_findings_are_never_baseline
     suppressed = _finding(name="exempt", suppression=Suppression("external", "owned by ops"))
     everything = [violation, rule_error, unreadable, suppressed]
     known = baseline.recorded(everything, INCOMPLETE)
-    assert known == Counter({(violation.fingerprint, "k8s/a.yaml"): 1})
+    assert known == Counter({(violation.fingerprint_v1, "k8s/a.yaml"): 1})
     kept, dropped = baseline.split(
-        everything, known + Counter((f.fingerprint, f.location.uri) for f in everything), INCOMPLETE
+        everything,
+        known + Counter((f.fingerprint_v1, f.location.uri) for f in everything),
+        INCOMPLETE,
     )
     assert kept == [rule_error, unreadable, suppressed] and dropped == 1
     entries = baseline.document(everything, "9.9", INCOMPLETE)["fingerprints"]
     assert entries == [
         {
-            "fingerprint": violation.fingerprint,
+            "fingerprint": violation.fingerprint,  # a plain file: the finding's own
+            "objectFingerprint": violation.fingerprint_v1,
             "ruleId": "PG301",
             "uri": "k8s/a.yaml",
             "message": "PG301 on train",
@@ -173,7 +182,20 @@ def test_rule_errors_unreadable_files_and_suppressed_findings_are_never_baseline
     ("content", "message"),
     [
         ("{\n  nope", "b.json:2:3: not valid JSON"),
-        ('{"version": 2, "fingerprints": []}', "unsupported baseline version 2"),
+        ('{"version": 3, "fingerprints": []}', "unsupported baseline version 3"),
+        ('{"version": true, "fingerprints": []}', "unsupported baseline version True"),
+        (
+            '{"version": 2, "fingerprints": [{"fingerprint": "' + "a" * 32 + '"}]}',
+            "fingerprints[0] has no valid 'objectFingerprint'",
+        ),
+        (
+            '{"version": 2, "fingerprints": [{"fingerprint": "'
+            + "a" * 32
+            + '", "objectFingerprint": "'
+            + "b" * 32
+            + '", "uri": "k8s/a.yaml"}]}',
+            "fingerprints[0].fingerprint is not the one of its objectFingerprint and uri",
+        ),
         ('{"version": 1, "fingerprints": {}}', "'fingerprints' must be a list"),
         ('{"version": 1, "fingerprints": [{"fingerprint": "xyz"}]}', "fingerprints[0] has no"),
         ("[]", "not a poolgate baseline"),
@@ -207,7 +229,7 @@ def test_a_second_copy_of_a_recorded_finding_is_new_and_a_moved_one_is_not() -> 
     (the object moved) still takes a recorded one."""
     us = _finding(uri="clusters/us/trainer.yaml")
     eu = _finding(uri="clusters/eu/trainer.yaml")
-    assert us.fingerprint == eu.fingerprint
+    assert us.fingerprint_v1 == eu.fingerprint_v1 and us.fingerprint != eu.fingerprint
     known = baseline.recorded([us], INCOMPLETE)
     # eu sorts first, yet the copy in the recorded file is the one hidden.
     assert baseline.split([eu, us], known, INCOMPLETE) == ([eu], 1)

@@ -6,12 +6,13 @@ import io
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
 from pg_integration import run_poolgate
 
 from scanner.findings.records import Finding, Level, Location, Notification, Outcome, Suppression
 from scanner.findings.report import Report, RunStats
 from scanner.inventory import ObjectRef
-from scanner.reporters import writer_for
+from scanner.reporters import Display, writer_for
 from scanner.ruleset.docs import RuleDoc
 
 TRAIN = ObjectRef("apps/v1", "Deployment", "ml", "train")
@@ -74,14 +75,14 @@ REPORT = Report(
 )
 
 
-def _render(report: Report) -> str:
+def _render(report: Report, fail_on: str = "error") -> str:
     stream = io.StringIO()
-    writer_for("junit")(report, stream)
+    writer_for("junit", Display(fail_on=fail_on))(report, stream)
     return stream.getvalue()
 
 
-def _parse(report: Report) -> ET.Element:
-    text = _render(report)
+def _parse(report: Report, fail_on: str = "error") -> ET.Element:
+    text = _render(report, fail_on)
     assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
     return ET.fromstring(text.encode("utf-8"))
 
@@ -127,9 +128,38 @@ def test_passes_errors_skips_and_documents_without_identity() -> None:
 
     (unparsed,) = suites["PG001 yaml-invalid"].findall("testcase")
     assert unparsed.get("name") == "k8s/train.yaml"  # no object: named by its file
+    unread = unparsed.find("error")  # not read: the run is incomplete (exit 3)
+    assert unread is not None and unread.get("type") == "incomplete"
 
-    (warning,) = suites["PG401 gpu-workload-default-sa"].findall("testcase/failure")
-    assert warning.get("type") == "warning"
+    # Below --fail-on (error): a passed case, the finding in its output, never red.
+    (warning,) = suites["PG401 gpu-workload-default-sa"].findall("testcase")
+    assert warning.find("failure") is None and warning.find("skipped") is None
+    out = warning.find("system-out")
+    assert out is not None and out.text is not None
+    assert out.text.splitlines() == [
+        "1 finding(s), below --fail-on error:",
+        "k8s/train.yaml:4:9 warning uses the default ServiceAccount (spec.containers[4])",
+    ]
+
+
+def test_failures_are_the_findings_at_or_above_fail_on() -> None:
+    def failing(fail_on: str) -> list[str]:
+        root = _parse(REPORT, fail_on)
+        return [
+            str(suite.get("name")).split()[0]
+            for suite in root.findall("testsuite")
+            if suite.find("testcase/failure") is not None
+        ]
+
+    assert failing("error") == ["PG301"]
+    assert failing("warning") == ["PG301", "PG401"]
+    assert failing("note") == ["PG301", "PG401"]
+    assert failing("never") == []
+    never = _parse(REPORT, "never")
+    assert never.get("failures") == "0"
+    # A rule error, an unread document and an unrendered chart still say the run is
+    # incomplete, as exit code 3 does.
+    assert never.get("errors") == "3"
 
 
 def test_counts_add_up_on_every_suite_and_the_root() -> None:
@@ -145,8 +175,8 @@ def test_counts_add_up_on_every_suite_and_the_root() -> None:
             assert suite.get(attribute) == str(sum(1 for c in cases if c.find(tag) is not None))
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
         "8",
+        "1",
         "3",
-        "2",
         "1",
     )
 
@@ -161,8 +191,11 @@ def test_notifications_are_their_own_suite() -> None:
     assert out is not None and out.text == "warning: unknown key spec.foo"
 
 
-def test_cli_writes_junit_for_the_demo() -> None:
-    result = run_poolgate("scan", "fixtures/demo", "--format", "junit")
+@pytest.mark.parametrize("fail_on", ["error", "warning"])
+def test_cli_writes_junit_for_the_demo(fail_on: str) -> None:
+    """Through the CLI: the failures are exactly the JSON report's findings at or above
+    ``--fail-on``; the others are passed cases."""
+    result = run_poolgate("scan", "fixtures/demo", "--format", "junit", "--fail-on", fail_on)
     assert result.returncode == 1, result.stderr
     root = ET.fromstring(result.stdout.encode("utf-8"))
     failing = [
@@ -181,6 +214,11 @@ def test_cli_writes_junit_for_the_demo() -> None:
             ),
         )
         for f in findings
-        if f["suppression"] is None and f["outcome"] == "fail"
+        if f["suppression"] is None
+        and f["outcome"] == "fail"
+        and Level.parse(f["level"]) >= Level.parse(fail_on)
     }
     assert sorted(failing) == sorted(expected)
+    below = [f for f in findings if Level.parse(f["level"]) < Level.parse(fail_on)]
+    assert bool(below) == (fail_on == "error")  # the demo's warnings
+    assert ("below --fail-on" in result.stdout) == bool(below)

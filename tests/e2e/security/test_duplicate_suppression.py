@@ -138,7 +138,7 @@ def test_context_objects_never_count(tmp_path: Path) -> None:
     """A ``--context`` snapshot with its own duplicates, and copies of scanned objects."""
     snapshot = BENIGN + "---\n" + PRIVILEGED + "---\n" + BENIGN
     root = repo(tmp_path, {"k8s/web.yaml": BENIGN, "snapshot/all.yaml": snapshot})
-    code, findings, notes = scan(root, "k8s", "--context", "snapshot")
+    code, findings, notes = scan(root, "k8s", "--context-path", "snapshot")
     assert code == 0
     assert where(findings, "PG005") == []
     assert notes == []

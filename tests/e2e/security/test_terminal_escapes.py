@@ -18,7 +18,7 @@ from pathlib import Path
 import cli_run
 import pytest
 
-from scanner.audit.run import ProgressPrinter
+from scanner.console import ProgressPrinter
 
 # C0 controls but the line break, DEL, C1 controls (0x9b is CSI), bidi overrides.
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
