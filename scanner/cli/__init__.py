@@ -11,6 +11,7 @@ a one-file scan pays for its own options and no other command's.
     snapshot.py  poolgate snapshot   a cluster's objects to one file
     rules.py     poolgate rules      list, show, test
     config.py    poolgate config     init, validate
+    admission.py poolgate admission  export: the rules as ValidatingAdmissionPolicies
     reports.py   the report options of scan and audit, and the loop that writes reports
     cluster.py   the cluster options of audit and snapshot, and reading a cluster
     options.py   the rule options, and option groups
@@ -31,6 +32,7 @@ from scanner.console import echo
 from scanner.errors import PoolgateError, UsageError, printable
 
 COMMANDS = {
+    "admission": "scanner.cli.admission",
     "scan": "scanner.cli.scan",
     "audit": "scanner.cli.audit",
     "snapshot": "scanner.cli.snapshot",

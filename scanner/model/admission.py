@@ -17,8 +17,12 @@
   - ``runtimeClass``: an expression of its ``validations`` or ``variables`` names
     ``runtimeClassName`` (a field, or a string constant such as a key test);
   - ``sku``: those expressions name ``nodeSelector`` or ``nodeAffinity`` and a SKU or
-    pool label key (config ``skuLabel``, ``skuLabels``, ``poolLabels``), as a string constant
-    (``'sku'``) or a field (``.sku``);
+    pool label key (config ``skuLabel``, ``skuLabels``, ``poolLabels``), as a string
+    constant (``'sku'``), a field (``.sku``), or a value of its params: a policy whose
+    ``paramKind`` is a ConfigMap counts the values in the ``data`` of the ConfigMap a
+    binding's ``paramRef`` names by name and namespace, when it is in scope (each
+    value, and each comma-separated part of it; ``poolgate admission export`` keeps
+    the SKU label there);
   - ``failurePolicy``: ``Fail`` (the default) or ``Ignore``;
   - ``bindings``: the ValidatingAdmissionPolicyBindings whose ``policyName`` is
     it, sorted by name, each with ``name``, ``actions`` (its ``validationActions``)
@@ -30,9 +34,8 @@
 The expressions are read through their parse (``scanner.cel.analysis``: the names
 they mention, comments aside), not evaluated: a policy that names the field is taken
 to check it, and one whose CEL does not parse names nothing. ``matchConditions``,
-namespace and object selectors, and parameters are not judged (a floor usually
-exempts system namespaces), so a label key a policy reads from its params is not
-recognised.
+namespace and object selectors, and parameters other than a ConfigMap's label keys are
+not judged (a floor usually exempts system namespaces).
 """
 
 from __future__ import annotations
@@ -70,23 +73,30 @@ def admission_facts(
     bindings = [obj for obj in index.kind(BINDING) if api_group(obj.api_version) == GROUP]
     known = bool(policies or bindings) if listed is None else listed >= KINDS
     by_policy: dict[str, list[dict[str, Any]]] = {}
+    param_values: dict[str, set[str]] = {}
     for binding in bindings:
         spec = as_mapping(binding.body.get("spec"))
         name = spec.get("policyName")
         if isinstance(name, str):
             by_policy.setdefault(name, []).append(_binding_facts(binding, spec))
+            param_values.setdefault(name, set()).update(_config_map_values(index, spec))
     keys = _label_keys(config)
-    facts = [_policy_facts(obj, by_policy.get(obj.name, []), keys) for obj in policies]
+    facts = [
+        _policy_facts(obj, by_policy.get(obj.name, []), keys, param_values.get(obj.name, set()))
+        for obj in policies
+    ]
     facts.sort(key=lambda item: str(item["name"]))
     return {"known": known, "policies": facts}
 
 
 def _policy_facts(
-    obj: KubeObject, bindings: list[dict[str, Any]], keys: frozenset[str]
+    obj: KubeObject, bindings: list[dict[str, Any]], keys: frozenset[str], params: set[str]
 ) -> dict[str, Any]:
     spec = as_mapping(obj.body.get("spec"))
     match = spec.get("matchConstraints")
     names = _names(_expressions(spec))
+    if as_mapping(spec.get("paramKind")) == {"apiVersion": "v1", "kind": "ConfigMap"}:
+        names |= params
     failure = spec.get("failurePolicy")
     bindings.sort(key=lambda item: str(item["name"]))
     actions = sorted({action for binding in bindings for action in binding["actions"]})
@@ -111,6 +121,24 @@ def _binding_facts(obj: KubeObject, spec: Mapping[str, Any]) -> dict[str, Any]:
         "actions": _strings(spec.get("validationActions")),
         "pods": _PODS is not None and covers(spec.get("matchResources"), _PODS, inherit=True),
     }
+
+
+def _config_map_values(index: ObjectIndex, binding_spec: Mapping[str, Any]) -> set[str]:
+    """The ``data`` values (and their comma-separated parts) of the ConfigMap the
+    binding's ``paramRef`` names by name and namespace, if it is in scope."""
+    ref = as_mapping(binding_spec.get("paramRef"))
+    name, namespace = ref.get("name"), ref.get("namespace")
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        return set()
+    found = index.get("ConfigMap", namespace, name)
+    if found is None:
+        return set()
+    values: set[str] = set()
+    for value in as_mapping(found.body.get("data")).values():
+        if isinstance(value, str):
+            values.add(value)
+            values.update(part.strip() for part in value.split(","))
+    return values
 
 
 def covers(match: object, resource: Resource, *, inherit: bool) -> bool:

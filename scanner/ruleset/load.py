@@ -77,6 +77,9 @@ class Rule:
     admission: Policy | None = None
     """An admission policy loaded as a rule (``scanner.ruleset.admission``), evaluated
     by ``scanner.evaluate.admission`` instead of the fields above."""
+    export: Mapping[str, Any] = field(default_factory=dict)
+    """The rule's ``admission`` section as written: how ``poolgate admission export``
+    enforces it at admission (``scanner.ruleset.export``)."""
 
     @property
     def id(self) -> str:
@@ -374,6 +377,7 @@ def _compile(
         modes=frozenset(body.get("modes", MODES)),
         needs=frozenset(body.get("needs", ())),
         controlled=match.get("controlled", "skip") == "include",
+        export=dict(body.get("admission", {})),
     )
 
 

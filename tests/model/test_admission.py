@@ -244,3 +244,50 @@ spec:
         "actions": [],
         "deny": False,
     }
+
+
+PARAMS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: contract, namespace: gpu-operator}
+data: {skuLabel: sku, operatorNamespaces: "gpu-operator,nvidia-gpu-operator"}
+"""
+FROM_PARAMS = """[{expression: "params.data.skuLabel in object.spec.nodeSelector"}]"""
+PARAM_KIND = "  paramKind: {apiVersion: v1, kind: ConfigMap}\n"
+PARAM_REF = "  paramRef: {name: contract, namespace: gpu-operator}\n"
+
+
+@pytest.mark.parametrize(
+    ("documents", "sku"),
+    [
+        # The label key is a value of the ConfigMap the binding names: it counts.
+        (
+            (
+                policy("p", PODS, FROM_PARAMS, PARAM_KIND),
+                binding("p", "p", "[Deny]", PARAM_REF),
+                PARAMS,
+            ),
+            True,
+        ),
+        # The ConfigMap is not in scope: the key is unknown.
+        (
+            (policy("p", PODS, FROM_PARAMS, PARAM_KIND), binding("p", "p", "[Deny]", PARAM_REF)),
+            False,
+        ),
+        # The policy's params are not ConfigMaps.
+        ((policy("p", PODS, FROM_PARAMS), binding("p", "p", "[Deny]", PARAM_REF), PARAMS), False),
+        # The binding names another ConfigMap.
+        (
+            (
+                policy("p", PODS, FROM_PARAMS, PARAM_KIND),
+                binding("p", "p", "[Deny]", PARAM_REF.replace("contract", "other")),
+                PARAMS,
+            ),
+            False,
+        ),
+    ],
+)
+def test_a_label_key_read_from_a_params_config_map_counts(
+    documents: tuple[str, ...], sku: bool
+) -> None:
+    assert policies(GPU_POD, *documents)["p"]["sku"] is sku

@@ -68,3 +68,10 @@ def test_installed_wheel_finds_its_rules_outside_a_checkout(wheel: Path, tmp_pat
     )  # fmt: skip
     assert written.returncode in (0, 1), written.stderr
     assert 'getElementById("filters")' in page.read_text(encoding="utf-8")
+    # The admission export reads the policy parts it adds to every rule from the package.
+    exported = subprocess.run(
+        [sys.executable, "-m", "scanner", "admission", "export"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert "name: pod-template-changed" in exported.stdout

@@ -31,6 +31,7 @@ WRITERS = {
     "--write-baseline": ("scan", ".", "--write-baseline", "{}"),
     "snapshot -o": ("snapshot", "-o", "{}", "--kubeconfig", "no-such-kubeconfig"),
     "config init": ("config", "init", "{}"),
+    "admission export -o": ("admission", "export", "-o", "{}"),
 }
 """Every command that writes a file, with ``{}`` where the file goes."""
 
@@ -64,7 +65,7 @@ def test_a_linked_directory_out_of_the_checkout_is_a_usage_error(
     (checkout / "reports").symlink_to(outside)
     code, stderr = run(writer, "reports/out.json", checkout)
     assert code == 2
-    option = {"snapshot -o": "--output"}.get(writer, writer)
+    option = {"snapshot -o": "--output", "admission export -o": "--output"}.get(writer, writer)
     assert stderr == (
         f"poolgate: error: {option} reports/out.json: reports is a symbolic link out of the "
         f"checkout {checkout.resolve()} (write to a directory of the checkout itself, or "
