@@ -34,9 +34,10 @@ from scanner.ruleset.load import Rule
 from scanner.runtime.deadline import Deadline
 
 RULE: Final = "PG606"
-MAX_POLICIES: Final = 64
-"""Bound policies the preview runs; more are named in a notification, not run: each
-runs on every scanned workload, so their number multiplies the work."""
+MAX_RUNS: Final = 64
+"""Evaluations of a workload the preview makes at most: one per policy, binding and
+param object. Each runs on every scanned workload, so their number multiplies the
+work; policies past the bound are named in a notification, not run."""
 TEMPLATES: Final = {
     "Deployment": ("spec", "template"),
     "StatefulSet": ("spec", "template"),
@@ -48,6 +49,7 @@ TEMPLATES: Final = {
     "PodTemplate": ("template",),
 }
 """Where each controller holds the pods it makes."""
+_CONTAINER_LISTS: Final = ("containers", "initContainers", "ephemeralContainers")
 _ACTIONS: Final = {
     Level.ERROR: "would be denied at admission by",
     Level.WARNING: "would get an admission warning from",
@@ -74,18 +76,7 @@ def run(
     evaluated on every reportable workload and the pods of its pod template."""
     objects = list(objects)
     preview = Preview()
-    policies = _policies(objects, engine_name, preview.notifications)
-    if len(policies) > MAX_POLICIES:
-        skipped = ", ".join(policy.name for policy in policies[MAX_POLICIES:][:5])
-        preview.notifications.append(
-            Notification(
-                Level.ERROR,
-                f"admission preview: {len(policies)} bound admission policies in scope, more "
-                f"than the {MAX_POLICIES} it runs; not run: {skipped}"
-                + (" ..." if len(policies) > MAX_POLICIES + 5 else ""),
-            )
-        )
-        policies = policies[:MAX_POLICIES]
+    policies = _bounded(_policies(objects, engine_name, preview.notifications), preview)
     if not policies:
         return preview
     for obj in objects:
@@ -104,6 +95,29 @@ def run(
             for policy in policies:
                 preview.findings.extend(_judge(rule, obj, path, body, subject, policy, namespaces))
     return preview
+
+
+def _bounded(policies: list[Policy], preview: Preview) -> list[Policy]:
+    """The policies, in order, whose evaluations fit in ``MAX_RUNS``."""
+    kept: list[Policy] = []
+    runs = 0
+    for policy in policies:
+        runs += len(policy.bindings) * max(1, len(policy.params))
+        if runs > MAX_RUNS:
+            break
+        kept.append(policy)
+    if len(kept) < len(policies):
+        skipped = [policy.name for policy in policies[len(kept) :]]
+        preview.notifications.append(
+            Notification(
+                Level.ERROR,
+                f"admission preview: the bound admission policies in scope make more than "
+                f"{MAX_RUNS} evaluations (policy x binding x param object) of each workload; "
+                f"{len(skipped)} not run: {', '.join(skipped[:5])}"
+                + (" ..." if len(skipped) > 5 else ""),
+            )
+        )
+    return kept
 
 
 def _policies(
@@ -178,7 +192,9 @@ def _judged(obj: KubeObject) -> Iterator[tuple[str, Mapping[str, Any], str]]:
     itself and the pods of its pod template, as the API server would receive them.
     Other objects are not previewed: the preview is about what runs."""
     keys = TEMPLATES.get(obj.kind)
-    if obj.kind == "Pod" or keys is not None:
+    if obj.kind == "Pod":
+        yield "", _typed(obj.body), f"Pod {obj.name}"
+    elif keys is not None:
         yield "", obj.body, f"{obj.kind} {obj.name}"
     if keys is None:
         return
@@ -197,7 +213,32 @@ def _judged(obj: KubeObject) -> Iterator[tuple[str, Mapping[str, Any], str]]:
         "metadata": pod_metadata,
         "spec": template.get("spec"),
     }
-    yield ".".join(keys), pod, f"pods of {obj.kind} {obj.name}"
+    yield ".".join(keys), _typed(pod), f"pods of {obj.kind} {obj.name}"
+
+
+def _typed(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``pod`` as the API server hands it to a policy: decoded into its Go type, a
+    container's ``resources`` (a struct, not a pointer) is there even when the manifest
+    leaves it out, so ``has(c.resources.limits)`` is false rather than an error. The
+    preview judges the pod the cluster would see, not the manifest's text."""
+    spec = pod.get("spec")
+    if not is_mapping(spec) or not any(
+        is_mapping(container) and "resources" not in container
+        for key in _CONTAINER_LISTS
+        if isinstance(spec.get(key), list)
+        for container in spec[key]
+    ):
+        return pod
+    typed = dict(spec)
+    for key in _CONTAINER_LISTS:
+        if isinstance(spec.get(key), list):
+            typed[key] = [
+                {**container, "resources": {}}
+                if is_mapping(container) and "resources" not in container
+                else container
+                for container in spec[key]
+            ]
+    return {**pod, "spec": typed}
 
 
 def _judge(

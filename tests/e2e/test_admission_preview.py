@@ -201,3 +201,23 @@ def test_the_audit_previews_the_live_objects(tmp_path: Path) -> None:
     assert finding["message"] == DENIED
     assert finding["object"]["name"] == "trainer"
     assert finding["location"]["path"] == "spec.template"
+
+
+def test_a_container_without_resources_is_judged_as_the_api_server_decodes_it(
+    tmp_path: Path,
+) -> None:
+    """The API server's Pod always has ``resources`` (a struct): ``has(c.resources.limits)``
+    is false there, not an evaluation error that would deny the pod."""
+    floor = FLOOR.replace(
+        "  validations:",
+        "  matchConditions:\n    - name: gpu\n      expression: >-\n"
+        "        object.spec.containers.exists(c, has(c.resources.limits))\n"
+        "  validations:",
+    )
+    cpu = POD.replace("      resources:\n        limits: {nvidia.com/gpu: 1}\n", "")
+    _write(tmp_path / "repo", floor=floor, binding=_binding(), pod=cpu)
+    _, report = _scan("repo", cwd=tmp_path)
+    assert _previews(report) == []
+    _write(tmp_path / "repo", pod=POD)  # the GPU pod still meets the condition
+    _, report = _scan("repo", cwd=tmp_path)
+    assert [f["level"] for f in _previews(report)] == ["error"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from cli_run import poolgate
 
-from scanner.evaluate.preview import MAX_POLICIES
+from scanner.evaluate.preview import MAX_RUNS
 
 
 def _policy(name: str, expression: str, message_expression: str = "") -> str:
@@ -104,17 +104,18 @@ def test_a_policy_that_does_not_compile_is_a_notification_not_a_pass(tmp_path: P
 
 
 def test_the_number_of_policies_run_is_bounded(tmp_path: Path) -> None:
-    for index in range(MAX_POLICIES + 2):
+    """Policies, bindings and param objects multiply the evaluations of a workload."""
+    for index in range(MAX_RUNS + 2):
         (tmp_path / f"policy{index:03}.yaml").write_text(
             _policy(f"deny{index:03}", "object.metadata.name == 'nothing'")
         )
     (tmp_path / "pod.yaml").write_text(_pod())
     code, report = _scan(tmp_path)
     assert code == 3
-    assert len([f for f in report["findings"] if f["ruleId"] == "PG606"]) == MAX_POLICIES
+    assert len([f for f in report["findings"] if f["ruleId"] == "PG606"]) == MAX_RUNS
     [note] = [n for n in report["notifications"] if "admission preview" in n["message"]]
-    assert f"{MAX_POLICIES + 2} bound admission policies" in note["message"]
-    assert "deny064, deny065" in note["message"]
+    assert f"more than {MAX_RUNS} evaluations" in note["message"]
+    assert "2 not run: deny064, deny065" in note["message"]
 
 
 def test_a_message_from_the_policy_cannot_write_to_the_terminal(tmp_path: Path) -> None:
@@ -126,3 +127,19 @@ def test_a_message_from_the_policy_cannot_write_to_the_terminal(tmp_path: Path) 
     assert result.returncode == 1, result.stderr
     assert "PG606" in result.stdout
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+
+
+def test_bindings_count_toward_the_bound(tmp_path: Path) -> None:
+    bindings = "".join(
+        f"---\napiVersion: admissionregistration.k8s.io/v1\n"
+        f"kind: ValidatingAdmissionPolicyBinding\nmetadata:\n  name: extra{index}\n"
+        f"spec:\n  policyName: many\n  validationActions: [Deny]\n"
+        for index in range(MAX_RUNS)
+    )
+    (tmp_path / "policy.yaml").write_text(_policy("many", "false") + bindings)
+    (tmp_path / "pod.yaml").write_text(_pod())
+    code, report = _scan(tmp_path)
+    assert code == 3
+    assert not [f for f in report["findings"] if f["ruleId"] == "PG606"]
+    [note] = [n for n in report["notifications"] if "admission preview" in n["message"]]
+    assert "1 not run: many" in note["message"]
