@@ -20,15 +20,23 @@ from functools import cache
 from typing import Final
 
 from scanner.cel.analysis import ANY, Path, RuleAnalysis
+from scanner.evaluate import preview
 from scanner.kinds import WORKLOAD_KINDS
 from scanner.model import facts
 from scanner.model.cluster import KIND as CLUSTER_KIND
 from scanner.model.facts import SUBJECT_KINDS, Declared, Kinds
-from scanner.ruleset.load import Rule
+from scanner.ruleset.load import PREVIEW_RULE, Rule
 
 ALL_KINDS: Final = facts.ALL_KINDS
 """Every kind an audit may list."""
 _NONE: Kinds = frozenset()
+_PREVIEW: Final = (
+    frozenset({"Pod", *preview.TEMPLATES}) & ALL_KINDS,
+    frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Namespace"})
+    & ALL_KINDS,
+)
+"""The admission preview (PG606, no CEL): the workloads it judges; the policies, their
+bindings and the namespaces their selectors read."""
 
 
 @cache
@@ -136,6 +144,8 @@ def reads(rule: Rule) -> Reads:
     """What ``rule`` reads (see ``Reads``): the kinds it reports on, and as joins the kinds
     its ``needs`` name and those the model facts its expressions read come from
     (``fact_kinds``), so a verdict never rests on a kind the audit could not read."""
+    if rule.id == PREVIEW_RULE:
+        return Reads(*_PREVIEW)
     if rule.builtin or rule.doc.subject == "document":
         return Reads(_NONE, _NONE)
     reading = rule.analysis

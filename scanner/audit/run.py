@@ -45,7 +45,7 @@ from scanner.findings.report import Report, Scanned
 from scanner.kinds.resources import Resource, by_kind
 from scanner.model.cluster import ClusterScope
 from scanner.pipeline import Ruleset, evaluate_inventory
-from scanner.ruleset.load import Rule
+from scanner.ruleset.load import PREVIEW_RULE, Rule
 from scanner.runtime import teardown
 from scanner.runtime.deadline import Deadline
 from scanner.sources import snapshot
@@ -182,7 +182,8 @@ def coverage(capture: Capture, rules: Sequence[Rule]) -> Coverage:
     kinds it holds, a rule whose ``needs`` it lacks does not run, and earlier findings of
     a rule that reads a kind it lacks are unverified, never resolved.
     """
-    active = [rule for rule in rules if not rule.builtin]
+    # The document rules read no kind; the admission preview (built in too) reads some.
+    active = [rule for rule in rules if not rule.builtin or rule.id == PREVIEW_RULE]
     relation = {rule.id: reads(rule) for rule in active}
     found = (
         _dump_coverage(capture, active, relation)

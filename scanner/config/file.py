@@ -242,6 +242,7 @@ def _convert(
         ("trustDomainLabel", "trust_domain_label"),
         ("skuLabel", "sku_label"),
         ("extendedResourceToleration", "extended_resource_toleration"),
+        ("admissionPreview", "admission_preview"),
     ):
         if key in spec:
             values[attribute] = spec[key]

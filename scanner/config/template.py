@@ -64,6 +64,7 @@ def default_text() -> str:
         "skuLabels": list(config.sku_labels),
         "poolLabels": list(config.pool_labels),
         "extendedResourceToleration": config.extended_resource_toleration,
+        "admissionPreview": config.admission_preview,
         "workloadIdentityKeys": list(config.workload_identity_keys),
         "workloadIdentityAccounts": list(config.workload_identity_accounts),
         "admins": [],

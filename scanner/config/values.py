@@ -115,6 +115,8 @@ class Config:
     extended_resource_toleration: bool = False
     """The cluster runs the ExtendedResourceToleration admission plugin
     (docs/platform-model.md, "Targeting")."""
+    admission_preview: bool = True
+    """Run the admission policies found in the scan on its workloads (PG606)."""
     workload_identity_keys: tuple[str, ...] = ()
     """ServiceAccount annotation keys that also grant workload identity, besides the
     built-in GKE, EKS and Azure ones."""
@@ -135,7 +137,8 @@ class Config:
     def cel_view(self) -> dict[str, Any]:
         """What rules see as ``config``: plain values, camelCase like the config file.
 
-        Rule settings, rule directories and exemptions are not rule-facing and stay out.
+        Rule settings, rule directories, exemptions and the admission preview switch are
+        not rule-facing and stay out.
         """
         require = self.require
         return {

@@ -153,6 +153,11 @@ def evaluate_policy(policy: Policy, request: Request) -> list[Verdict]:
     return found
 
 
+def matches(policy: Policy, request: Request) -> bool:
+    """Whether ``policy``'s ``matchConstraints`` select ``request``."""
+    return _matches(policy.match, request, constraints=True)
+
+
 def evaluate_bound(
     policy: Policy, binding: Binding, request: Request, *, bound: bool = True
 ) -> list[Verdict]:
@@ -285,7 +290,7 @@ class _Judge:
         return Verdict(self.level, f"{message}{self.suffix}", Outcome.FAIL, path)
 
     def failed(self, error: CelEvalError) -> Verdict:
-        text = stamp.message(str(error).strip().splitlines()[0] if str(error).strip() else "")
+        text = stamp.message(stamp.error_text(error))
         if self.policy.fail:
             return Verdict(
                 Level.ERROR,

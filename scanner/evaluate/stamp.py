@@ -140,6 +140,24 @@ def message(text: object) -> str:
     return _capped(_LINE_BREAK.sub(_escaped, str(text).strip()))
 
 
+_MISSING_KEY: Final = (
+    re.compile(r'NOT_FOUND: Key not found in map ?: ?"(?P<key>[^"]*)"'),  # cel-cpp
+    re.compile(r"no such member in mapping: '(?P<key>[^']*)'"),  # cel-python
+)
+"""The two engines' words for reading a missing key, told the same way."""
+
+
+def error_text(error: object) -> str:
+    """An evaluation error's first line, a missing key said the same on both engines
+    (``no such key: affinity``): an admission policy's error is part of its message."""
+    text = _one_line(error)
+    for pattern in _MISSING_KEY:
+        found = pattern.search(text)
+        if found is not None:
+            return f"no such key: {found['key']}"
+    return text
+
+
 def _escaped(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
 

@@ -23,6 +23,7 @@ from scanner.config.gitref import relative
 from scanner.config.values import Config
 from scanner.console import ProgressPrinter
 from scanner.errors import UsageError
+from scanner.evaluate import preview
 from scanner.evaluate.fast import evaluate
 from scanner.evaluate.stamp import document_findings
 from scanner.findings import baseline, fleet, suppress
@@ -321,6 +322,8 @@ def _evaluate_model(
         deadline=deadline,
     )
     findings.extend(evaluation.findings)
+    previewed = _preview(inventory, ruleset, by_id, deadline)
+    findings.extend(previewed.findings)
     ruleset.engine.save_cache()  # programs the evaluation compiled (bound rules, guards)
     notifications = [
         Notification(Level.ERROR, error.message, uri=error.uri, line=error.line)
@@ -331,6 +334,7 @@ def _evaluate_model(
         for note in (*inventory.warnings, *model.unchecked)
     ]
     notifications.extend(context_notes)
+    notifications.extend(previewed.notifications)
     if model.unfollowed:
         notifications.append(_unfollowed(model.unfollowed))
     if evaluation.unfinished and deadline is not None:
@@ -363,6 +367,17 @@ def _evaluate_model(
         fleet=fleet.summarize(model.pools, model.namespaces),
         generated_at=report_time(os.environ),
     )
+
+
+def _preview(
+    inventory: Inventory, ruleset: Ruleset, by_id: Mapping[str, Rule], deadline: Deadline | None
+) -> preview.Preview:
+    """The admission preview (PG606) when its rule is enabled and the config keeps it on."""
+    rule = by_id.get(preview.RULE)
+    if rule is None or not ruleset.config.admission_preview:
+        return preview.Preview()
+    namespaces = {obj.name: obj.body for obj in inventory.objects if obj.kind == "Namespace"}
+    return preview.run(rule, inventory.objects, ruleset.engine.name, namespaces, deadline)
 
 
 def run_variables(ruleset: Ruleset, model: Model, now: datetime.datetime | None) -> dict[str, Any]:

@@ -31,6 +31,9 @@ from scanner.ruleset.names import RuleNames
 from scanner.sources.yaml.document import parse_plain
 
 DOCUMENT_RULES = ("PG001", "PG002", "PG003", "PG004", "PG005")
+PREVIEW_RULE = "PG606"
+"""The admission preview: built in, stamped by ``scanner.evaluate.preview``."""
+BUILTIN_RULES = (*DOCUMENT_RULES, PREVIEW_RULE)
 """Built-in rules whose findings come from poolgate itself, not from CEL: reading
 documents (PG001-PG003), checking suppressions (PG004, ``scanner.findings.suppress``) and
 identities defined twice where they are applied together (PG005, ``scanner.model.duplicates``)."""
@@ -359,8 +362,8 @@ def _compile(
                     expression, item.get("message", ""), message_expression, item.get("path", "")
                 )
             )
-    if body.get("builtin") and body["id"] not in DOCUMENT_RULES:
-        problems.append(f"{path}:1: builtin: only {', '.join(DOCUMENT_RULES)} are built in")
+    if body.get("builtin") and body["id"] not in BUILTIN_RULES:
+        problems.append(f"{path}:1: builtin: only {', '.join(BUILTIN_RULES)} are built in")
     if len(problems) > before:
         return None
 

@@ -125,7 +125,9 @@ def test_user_rules_cannot_claim_builtin(tmp_path: Path) -> None:
         GOOD.replace("subject: object", "subject: document").split("match:")[0] + "builtin: true\n"
     )
     write(tmp_path, "a.yaml", text)
-    with pytest.raises(RuleLoadError, match="only PG001, PG002, PG003, PG004, PG005 are built in"):
+    with pytest.raises(
+        RuleLoadError, match="only PG001, PG002, PG003, PG004, PG005, PG606 are built in"
+    ):
         load_rules([tmp_path], get_engine("cpp"))
 
 
