@@ -336,7 +336,8 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
     sharing: Annotated[
         str,
         fact(
-            "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`",
+            "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`; "
+            "`unknown` (`mig+unknown`) when it selects a device-plugin config not in scope",
             DEVICE_PLUGIN,
         ),
     ]
