@@ -38,6 +38,7 @@ from scanner.model.factkinds import (
     NODE,
     NS,
     OPERATOR,
+    OTHER_NETPOL,
     PLACED,
     POOL_KINDS,
     RBAC,
@@ -108,6 +109,14 @@ class NamespaceFacts(TypedDict):
         list[str], fact("names of the NetworkPolicies in scope in it", NETPOL)
     ]
     netpolsKnown: Annotated[bool, fact("it has at least one NetworkPolicy", NETPOL)]
+    otherNetworkPolicies: Annotated[
+        list[str],
+        fact(
+            "`Kind/name` of the policies of other engines that apply to it (Calico, "
+            "Cilium, the AdminNetworkPolicy API), which poolgate does not judge",
+            OTHER_NETPOL,
+        ),
+    ]
     defaultDenyIngress: Annotated[
         bool,
         fact("a policy selecting every pod denies ingress, and none allows all", NETPOL),
