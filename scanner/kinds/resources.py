@@ -208,6 +208,35 @@ CRDS: tuple[Resource, ...] = (
         since=3,
     ),
     _r("Bucket", "storage.gcp.upbound.io", "v1beta2 v1beta1", "buckets", False, since=3),
+    # Network policies of other engines: where one applies, PG305 does not judge.
+    # (Calico's namespaced NetworkPolicy shares its kind name with Kubernetes', whose
+    # absence from older snapshots stops PG305: it is judged in scans only.)
+    _r("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, since=4),
+    _r(
+        "CiliumClusterwideNetworkPolicy",
+        "cilium.io",
+        "v2",
+        "ciliumclusterwidenetworkpolicies",
+        False,
+        since=4,
+    ),
+    _r("GlobalNetworkPolicy", "projectcalico.org", "v3", "globalnetworkpolicies", False, since=4),
+    _r(
+        "AdminNetworkPolicy",
+        "policy.networking.k8s.io",
+        "v1alpha1",
+        "adminnetworkpolicies",
+        False,
+        since=4,
+    ),
+    _r(
+        "BaselineAdminNetworkPolicy",
+        "policy.networking.k8s.io",
+        "v1alpha1",
+        "baselineadminnetworkpolicies",
+        False,
+        since=4,
+    ),
 )
 
 RESOURCES: tuple[Resource, ...] = CORE + BUILT_IN + CRDS

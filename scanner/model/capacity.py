@@ -49,6 +49,8 @@ def per_node(resource: str, member: Mapping[str, Any], *, whole_pod: bool = Fals
     )
     if mig_backed:
         return int(member["resourceCounts"].get(resource, 0))
+    if member["sharing"].endswith("unknown") and not member.get("statusKnown"):
+        return 0  # its device-plugin config is not in scope: it may share its GPUs
     if member["sharing"] in SHARED_MODES:
         # One replica per container under MPS or failRequestsGreaterThanOne; else each
         # GPU is advertised ``replicas`` times: what a live Node's status shows, else

@@ -366,10 +366,14 @@ def entries_by_key(
 ) -> dict[str, Mapping[str, Any]]:
     """The entries node labels select: those of the ConfigMap ClusterPolicy names.
 
-    Without a ClusterPolicy in scope, a single device-plugin ConfigMap is taken as the
-    one in use (Helm installs of the plugin); with several, none is assumed.
+    Without a ClusterPolicy in scope that names one, a single device-plugin ConfigMap is
+    taken as the one in use (Helm installs of the plugin); with several, none is assumed.
+    A ClusterPolicy that names a ConfigMap the scan does not hold selects no entries:
+    another ConfigMap in scope is not the one its nodes read.
     """
-    return {entry["key"]: entry for config in _in_use(configs) for entry in config["entries"]}
+    return {
+        entry["key"]: entry for config in _in_use(configs, setup) for entry in config["entries"]
+    }
 
 
 def with_fallback(setup: Setup, configs: Sequence[Mapping[str, Any]]) -> Setup:
@@ -381,13 +385,18 @@ def with_fallback(setup: Setup, configs: Sequence[Mapping[str, Any]]) -> Setup:
     device plugin enabled) nothing changes."""
     if (setup.policy is not None and setup.plugin_enabled) or setup.default_key:
         return setup
-    keys = sorted({entry["key"] for config in _in_use(configs) for entry in config["entries"]})
+    keys = sorted(
+        {entry["key"] for config in _in_use(configs, setup) for entry in config["entries"]}
+    )
     key = "default" if "default" in keys else keys[0] if len(keys) == 1 else ""
     return replace(setup, default_key=key) if key else setup
 
 
-def _in_use(configs: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    return [c for c in configs if c["referenced"]] or (configs if len(configs) == 1 else [])
+def _in_use(configs: Sequence[Mapping[str, Any]], setup: Setup) -> Sequence[Mapping[str, Any]]:
+    referenced = [c for c in configs if c["referenced"]]
+    if referenced or setup.config_name:
+        return referenced
+    return configs if len(configs) == 1 else []
 
 
 def known_resource(name: str) -> bool:

@@ -47,6 +47,15 @@ device-stack ConfigMaps (the ClusterPolicy names some), Nodes, the ClusterPolicy
 ADMISSION = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 NS = frozenset({"Namespace"})
 NETPOL = frozenset({"NetworkPolicy"})
+OTHER_NETPOL = (
+    NETPOL
+    | {"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"}
+    | {
+        "GlobalNetworkPolicy",
+        "AdminNetworkPolicy",
+        "BaselineAdminNetworkPolicy",
+    }
+)
 OPERATOR = frozenset({"ClusterPolicy", "Deployment", "Node"})
 BUCKETS = frozenset(
     {"PersistentVolumeClaim", "PersistentVolume", "StorageBucket", "StorageBucketAccessControl"}

@@ -38,6 +38,7 @@ from scanner.model.factkinds import (
     NODE,
     NS,
     OPERATOR,
+    OTHER_NETPOL,
     PLACED,
     POOL_KINDS,
     RBAC,
@@ -108,6 +109,14 @@ class NamespaceFacts(TypedDict):
         list[str], fact("names of the NetworkPolicies in scope in it", NETPOL)
     ]
     netpolsKnown: Annotated[bool, fact("it has at least one NetworkPolicy", NETPOL)]
+    otherNetworkPolicies: Annotated[
+        list[str],
+        fact(
+            "`Kind/name` of the policies of other engines that apply to it (Calico, "
+            "Cilium, the AdminNetworkPolicy API), which poolgate does not judge",
+            OTHER_NETPOL,
+        ),
+    ]
     defaultDenyIngress: Annotated[
         bool,
         fact("a policy selecting every pod denies ingress, and none allows all", NETPOL),
@@ -336,7 +345,8 @@ class NodeFacts(TypedDict, total=False):  # some are a Node's only, or a declara
     sharing: Annotated[
         str,
         fact(
-            "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`",
+            "`exclusive`, `mig`, `time-slicing`, `mps`, `mig+time-slicing`, `mig+mps`; "
+            "`unknown` (`mig+unknown`) when it selects a device-plugin config not in scope",
             DEVICE_PLUGIN,
         ),
     ]

@@ -29,6 +29,19 @@ from scanner.model.workloads import Workload
 PSS_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 SIGSTORE_OPT_IN_LABEL = "policy.sigstore.dev/include"
 NAME_LIMIT = 10
+NAMESPACED_ENGINES = frozenset({"CiliumNetworkPolicy"})
+"""Network policies of other engines that apply to their namespace: Cilium's, and a
+``NetworkPolicy`` not of ``networking.k8s.io`` (Calico's ``projectcalico.org``)."""
+CLUSTER_ENGINES = frozenset(
+    {
+        "CiliumClusterwideNetworkPolicy",
+        "GlobalNetworkPolicy",
+        "AdminNetworkPolicy",
+        "BaselineAdminNetworkPolicy",
+    }
+)
+"""Cluster-wide network policies (Cilium, Calico, the Kubernetes network-policy API):
+they may deny by default in every namespace."""
 """How many GPU workload names ``gpuWorkloads.names`` keeps (the count is exact).
 
 Capped because every workload carries its namespace's facts into its CEL activation."""
@@ -64,8 +77,15 @@ def build_namespaces(
         if obj.name and (obj.name not in objects or objects[obj.name].context_only):
             objects[obj.name] = obj
     policies: dict[str, list[KubeObject]] = {}
-    for obj in index.kind("NetworkPolicy"):
-        policies.setdefault(namespace_of(obj), []).append(obj)
+    for kind in ("NetworkPolicy", *sorted(NAMESPACED_ENGINES)):
+        for obj in index.kind(kind):
+            policies.setdefault(namespace_of(obj), []).append(obj)
+    cluster_wide = [obj for kind in sorted(CLUSTER_ENGINES) for obj in index.kind(kind)]
+    if cluster_wide:
+        for name in set(objects) | {w.facts["namespace"] for w in workloads}:
+            policies.setdefault(name, [])
+        for found in policies.values():
+            found.extend(cluster_wide)
     gpu: dict[str, set[str]] = {}
     for workload in workloads:
         # A controlled pod or ReplicaSet is its controller's, which is counted.
@@ -109,7 +129,12 @@ def namespace_facts(
     labels = _string_map(obj.metadata.get("labels")) if obj is not None else {}
     operator = name in config.operator_namespaces
     system = name in config.system_namespaces
-    policies = list(network_policies)
+    policies = [policy for policy in network_policies if _kubernetes_policy(policy)]
+    # Another engine's policies may deny by default; poolgate does not judge them.
+    others = sorted(
+        {f"{policy.kind}/{policy.name}" for policy in network_policies}
+        - {f"{policy.kind}/{policy.name}" for policy in policies}
+    )
     ingress, egress = default_deny(policies)
     trust = labels.get(config.trust_domain_label, "")
     return {
@@ -123,12 +148,17 @@ def namespace_facts(
         "pssEnforce": labels.get(PSS_ENFORCE_LABEL, ""),
         "networkPolicies": sorted({policy.name for policy in policies}),
         "netpolsKnown": bool(policies),
+        "otherNetworkPolicies": others[:NAME_LIMIT],
         "defaultDenyIngress": ingress,
         "defaultDenyEgress": egress,
         "defaultDeny": ingress and egress,
         "signatureOptIn": labels.get(SIGSTORE_OPT_IN_LABEL) == "true",
         "gpuWorkloads": {"count": len(gpu_workloads), "names": list(gpu_workloads[:NAME_LIMIT])},
     }
+
+
+def _kubernetes_policy(obj: KubeObject) -> bool:
+    return obj.kind == "NetworkPolicy" and obj.api_version.startswith("networking.k8s.io/")
 
 
 def default_deny(policies: Iterable[KubeObject]) -> tuple[bool, bool]:

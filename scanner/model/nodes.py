@@ -153,6 +153,9 @@ def _whole_gpus(facts: NodeFacts, observed: Mapping[str, int]) -> int:
 
 
 WHOLE_GPU: Final = "nvidia.com/gpu"
+UNKNOWN_SHARING: Final = "unknown"
+"""The sharing of a node whose device-plugin config is not in scope."""
+_SHARING: Final = ("time-slicing", "mps")
 
 
 def _common(
@@ -175,7 +178,7 @@ def _common(
     config_key = first(DEVICE_PLUGIN_LABEL)
     entry = entries.get(config_key or setup.default_key)
     mig = _mig(first, observed, setup, entry)
-    shared = _shared(first, mig.strategy, entry)
+    shared = _shared(first, mig.strategy, entry) or _unknown(config_key or setup.default_key, entry)
     gke_sharing = first("cloud.google.com/gke-gpu-sharing-strategy")
     # Only the MIG manager's all-<profile> convention names a profile; any other
     # config (all-balanced, a site's own five-1g-one-2g) leaves the profiles unknown.
@@ -198,7 +201,7 @@ def _common(
         or bool(entry and entry.get("failRequestsGreaterThanOne"))
     )
     # renameByDefault renames time-sliced and MPS replicas alike (<name>.shared).
-    rename = bool(entry and entry.get("renameByDefault")) and shared in ("time-slicing", "mps")
+    rename = bool(entry and entry.get("renameByDefault")) and shared in _SHARING
     return {
         "kind": obj.kind,
         "name": obj.name,
@@ -212,8 +215,8 @@ def _common(
         "sku": first(config.sku_label),
         "product": first("nvidia.com/gpu.product"),
         "gpuCount": positive_count(first("nvidia.com/gpu.count")),
-        "replicas": replicas if shared else 0,
-        "oneShare": bool(shared) and one_share,
+        "replicas": replicas if shared in _SHARING else 0,
+        "oneShare": shared in _SHARING and one_share,
         "sharing": sharing,
         "migStrategy": mig.strategy,
         "migConfig": mig_config,
@@ -323,6 +326,13 @@ def _shared(first: Callable[[str], str], mig_strategy: str, entry: Mapping[str, 
     ):
         return str(entry["mode"])
     return ""
+
+
+def _unknown(selected_key: str, entry: Mapping[str, Any] | None) -> str:
+    """``unknown`` when the node selects a device-plugin config the scan does not hold
+    (its ConfigMap is not in scope, or lacks the key): how it shares is not known, and
+    absence of evidence is not exclusive."""
+    return UNKNOWN_SHARING if selected_key and entry is None else ""
 
 
 def _replicas(first: Callable[[str], str], shared: str, entry: Mapping[str, Any] | None) -> int:

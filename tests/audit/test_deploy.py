@@ -193,6 +193,9 @@ def test_plan_follows_the_rules() -> None:
     assert {r.kind for r in default_deny} == WORKLOAD_KINDS | DRA_KINDS | {
         "Namespace",
         "NetworkPolicy",
+        # ns.otherNetworkPolicies: other engines' policies (Calico, Cilium, ANP)
+        *("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "GlobalNetworkPolicy"),
+        *("AdminNetworkPolicy", "BaselineAdminNetworkPolicy"),
     }
     assert default_deny[0].kind == "Namespace"  # listed first
     # The bundled rules together read every kind the table has.

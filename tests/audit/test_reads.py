@@ -40,6 +40,8 @@ NAMESPACE_FACTS = (
     | {
         "Namespace",
         "NetworkPolicy",
+        *("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "GlobalNetworkPolicy"),
+        *("AdminNetworkPolicy", "BaselineAdminNetworkPolicy"),
     }
 )
 

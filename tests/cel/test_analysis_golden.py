@@ -9,7 +9,9 @@ facts, splits into the same conjuncts and guards, nests as deep and binds the sa
 — except where ``DIFFERENCES`` says why the parse reads better than the text did.
 A rule whose text changed since has its entry written from the parse of the new
 text (PG108 and PG110 for issue 24: new expressions, and PG110 reads
-``cluster.gpuOperator``, so ClusterPolicy, Deployment and Node).
+``cluster.gpuOperator``, so ClusterPolicy, Deployment and Node; PG202 and PG403 leave
+members of unknown sharing out; PG305 stays silent where another engine's network
+policies apply).
 """
 
 from __future__ import annotations

@@ -86,6 +86,37 @@ def test_device_plugin_config_resolution_through_clusterpolicy() -> None:
     assert model.cluster["devicePlugin"]["configFound"]
 
 
+def test_a_node_selecting_a_config_not_in_scope_shares_unknown() -> None:
+    """Absence of evidence: a device-plugin config the scan does not hold makes the
+    node's sharing unknown, not exclusive, and a ConfigMap other than the one
+    ClusterPolicy names is not read as the nodes' config."""
+    model = model_of(
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\n"
+        "spec: {devicePlugin: {config: {name: dp, default: ts}}}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: plugin}\ndata:\n"
+        "  ts: |\n    version: v1\n    sharing:\n      timeSlicing:\n"
+        "        resources: [{name: nvidia.com/gpu, replicas: 4}]\n",
+        node("default-key", '{pool: p, nvidia.com/gpu.present: "true"}'),
+        node(
+            "mig",
+            '{pool: p, nvidia.com/gpu.present: "true", nvidia.com/mig.config: all-1g.10gb, '
+            "nvidia.com/mig.strategy: mixed}",
+        ),
+        node("labelled", '{pool: q, nvidia.com/gpu.present: "true", nvidia.com/gpu.replicas: "2"}'),
+        node(
+            "named", '{pool: q, nvidia.com/gpu.present: "true", nvidia.com/device-plugin.config: x}'
+        ),
+    )
+    assert node_facts(model, "default-key")["sharing"] == "unknown"
+    assert node_facts(model, "default-key")["replicas"] == 0
+    assert node_facts(model, "mig")["sharing"] == "mig+unknown"
+    assert node_facts(model, "labelled")["sharing"] == "time-slicing"  # GFD says so
+    assert not model.pools[0].facts["shared"]
+    assert node_facts(model, "named")["sharing"] == "unknown"
+    # Only ClusterPolicy's own reference dangles; key x is not judged against "other".
+    assert list(model.cluster["devicePlugin"]["dangling"]) == ["ClusterPolicy/cp"]
+
+
 WORKLOAD = """\
 apiVersion: v1
 kind: Pod
