@@ -178,54 +178,10 @@ def _call(
     content_type: str,
     timeout: tuple[float, float],
 ) -> tuple[int, bytes, Mapping[str, str]]:
-    """(status, body, headers) of one request through the client's HTTP layer, as
-    ``apihttp.raw_get`` makes a GET. A body is given as data: both client generations
-    send it as JSON, which is YAML too, under any ``Content-Type`` they accept for a
-    patch (``application/apply-patch+yaml`` included)."""
-    import urllib3
-    from kubernetes.client.exceptions import ApiException
-
-    headers = {"Accept": "application/json", "Content-Type": content_type}
-    payload = dict(body) if body is not None else None
-    try:
-        if hasattr(api_client, "param_serialize"):  # kubernetes >= 33
-            request = api_client.param_serialize(
-                method,
-                path,
-                query_params=list(query),
-                header_params=headers,
-                body=payload,
-                auth_settings=["BearerToken"],
-            )
-            response = api_client.call_api(*request, _request_timeout=timeout)
-            try:
-                data = response.read()
-            finally:
-                response.response.release_conn()
-            return int(response.status), bytes(data), response.headers
-        response = api_client.call_api(
-            path,
-            method,
-            query_params=list(query),
-            header_params=headers,
-            body=payload,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
-        return int(response.status), bytes(response.data), response.headers
-    except ApiException as error:
-        if not error.status:
-            reason = str(error.reason or error).strip().splitlines()
-            message = reason[-1].strip() if reason else "request failed"
-            raise apihttp.TransportFailed(message, transient=apihttp.transient_tls(error)) from None
-        data = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
-        return int(error.status), data, error.headers or {}
-    except urllib3.exceptions.SSLError as error:
-        raise apihttp.TransportFailed(
-            f"TLS: {error}", transient=apihttp.transient_tls(error)
-        ) from None
+    """(status, body, headers) of one request (``apihttp.raw_request``)."""
+    return apihttp.raw_request(
+        api_client, method, path, query, timeout, body=body, content_type=content_type
+    )
 
 
 def report_path(obj: Mapping[str, Any]) -> str:

@@ -1,7 +1,7 @@
-"""One GET to the API server through the ``kubernetes`` client's HTTP layer, and its
-answer: the raw body decoded into plain dicts, a ``Status`` body's message, the
-``Retry-After`` header, and transport failures in one line (``scanner.sources.cluster``
-pages, retries and reports).
+"""One request to the API server (a GET; a publish's PATCH or DELETE) through the
+``kubernetes`` client's HTTP layer, and its answer: the raw body decoded into plain
+dicts, a ``Status`` body's message, the ``Retry-After`` header, and transport failures
+in one line (``scanner.sources.cluster`` pages, retries and reports).
 
 The body is decoded by ``scanner.sources.yaml.numbers`` (integers past int64 read as the
 API server holds them), never into the client's typed models.
@@ -31,7 +31,25 @@ class TransportFailed(Exception):
 def raw_get(
     api_client: Any, path: str, query: Sequence[tuple[str, str | int]], timeout: tuple[float, float]
 ) -> tuple[int, bytes, Mapping[str, str]]:
-    """(status, body, headers) of one GET through the client's own HTTP layer and auth.
+    """(status, body, headers) of one GET through the client's own HTTP layer and auth
+    (``raw_request``)."""
+    return raw_request(api_client, "GET", path, query, timeout)
+
+
+def raw_request(
+    api_client: Any,
+    method: str,
+    path: str,
+    query: Sequence[tuple[str, str | int]],
+    timeout: tuple[float, float],
+    *,
+    body: Mapping[str, Any] | None = None,
+    content_type: str | None = None,
+) -> tuple[int, bytes, Mapping[str, str]]:
+    """(status, body, headers) of one request through the client's own HTTP layer and
+    auth. A ``body`` is given as data: both client generations send it as JSON, which
+    is YAML too, under any ``content_type`` they accept for a patch
+    (``application/apply-patch+yaml`` included; ``scanner.audit.publish``).
 
     Nothing is decoded into the client's typed models, and none of its generated
     API classes are imported (``CoreV1Api`` alone is slow to import).
@@ -42,13 +60,17 @@ def raw_get(
     from kubernetes.client.exceptions import ApiException
 
     headers = {"Accept": "application/json"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    payload = dict(body) if body is not None else None
     try:
         if hasattr(api_client, "param_serialize"):
             request = api_client.param_serialize(
-                "GET",
+                method,
                 path,
                 query_params=list(query),
                 header_params=headers,
+                body=payload,
                 auth_settings=["BearerToken"],
             )
             response = api_client.call_api(*request, _request_timeout=timeout)
@@ -59,9 +81,10 @@ def raw_get(
             return int(response.status), bytes(data), response.headers
         response = api_client.call_api(
             path,
-            "GET",
+            method,
             query_params=list(query),
             header_params=headers,
+            body=payload,
             auth_settings=["BearerToken"],
             _preload_content=False,
             _return_http_data_only=True,
@@ -72,8 +95,8 @@ def raw_get(
         if not error.status:
             message = _first_line(str(error.reason or error))
             raise TransportFailed(message, transient=transient_tls(error)) from None
-        body = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
-        return int(error.status), body, error.headers or {}
+        data = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
+        return int(error.status), data, error.headers or {}
     except urllib3.exceptions.SSLError as error:  # reading a body: the client lets it through
         raise TransportFailed(f"TLS: {error}", transient=transient_tls(error)) from None
 
